@@ -1,0 +1,5 @@
+"""``python -m termal_tui``."""
+
+from termal_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""Byte-exact TermAl formats: timestamps, ids, participant keys, limits, previews."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Final
+
+MAX_BODY_BYTES: Final = 256 * 1024
+MAX_METADATA_BYTES: Final = 4 * 1024
+MAX_IDEMPOTENCY_KEY_BYTES: Final = 256
+READ_LIMIT_DEFAULT: Final = 50
+READ_LIMIT_MAX: Final = 200
+PREVIEW_CHARS: Final = 160
+NEVER_WOKEN_PASS_CAP: Final = 16
+REQUEST_DEADLINE_SECONDS: Final = 5.0
+BUSY_TIMEOUT_MS: Final = 5000
+
+# Rust's char::is_whitespace is the Unicode White_Space property. Python's
+# str.split() additionally splits on U+001C..U+001F, which Rust does not.
+UNICODE_WHITE_SPACE: Final = frozenset(
+    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+Clock = Callable[[], "datetime | int"]
+"""Returns an aware/naive-UTC datetime, or integer nanoseconds since the epoch."""
+
+IdSource = Callable[[], str]
+"""Returns the UUID part of a new id (lowercase, hyphenated)."""
+
+
+def utc_now_ns() -> int:
+    return time.time_ns()
+
+
+def format_timestamp(value: datetime | int) -> str:
+    """chrono's ``to_rfc3339()``: ``+00:00`` offset and AutoSi fractional digits."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        whole = value.replace(microsecond=0)
+        nanos = value.microsecond * 1000
+    else:
+        seconds, nanos = divmod(value, 1_000_000_000)
+        whole = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+    text = whole.strftime("%Y-%m-%dT%H:%M:%S")
+    if nanos == 0:
+        fraction = ""
+    elif nanos % 1_000_000 == 0:
+        fraction = f".{nanos // 1_000_000:03d}"
+    elif nanos % 1_000 == 0:
+        fraction = f".{nanos // 1_000:06d}"
+    else:
+        fraction = f".{nanos:09d}"
+    return f"{text}{fraction}+00:00"
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse ``Z`` or ``+00:00`` with 0, 3, 6 or 9 fractional digits into an aware UTC datetime."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    main, sep, rest = value.partition(".")
+    if sep:
+        digits = ""
+        for index, char in enumerate(rest):
+            if not char.isdigit():
+                suffix = rest[index:]
+                break
+            digits += char
+        else:
+            suffix = ""
+        value = f"{main}.{(digits + '000000')[:6]}{suffix}"
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def new_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+def mailbox_id_from(uuid_text: str) -> str:
+    return f"mailbox-{uuid_text}"
+
+
+def message_id_from(uuid_text: str) -> str:
+    return f"mailbox-message-{uuid_text}"
+
+
+def participant_key(left: str, right: str) -> str:
+    """serde_json of the two ids sorted by code point, compact, non-ASCII raw."""
+    return json.dumps(sorted([left, right]), separators=(",", ":"), ensure_ascii=False)
+
+
+def rust_trim(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and text[start] in UNICODE_WHITE_SPACE:
+        start += 1
+    while end > start and text[end - 1] in UNICODE_WHITE_SPACE:
+        end -= 1
+    return text[start:end]
+
+
+_WHITE_SPACE_RUN: Final = re.compile("[" + "".join(sorted(UNICODE_WHITE_SPACE)) + "]+")
+
+
+def split_whitespace(text: str) -> list[str]:
+    """Rust ``str::split_whitespace``: split on Unicode White_Space, drop empties."""
+    return [word for word in _WHITE_SPACE_RUN.split(text) if word]
+
+
+def preview(body: str) -> str:
+    """TermAl's ``mailbox_preview``: collapse whitespace, keep 160 chars, then ``…``."""
+    single_line = " ".join(split_whitespace(body))
+    if len(single_line) > PREVIEW_CHARS:
+        return single_line[:PREVIEW_CHARS] + "…"
+    return single_line
+
+
+def clamp_read_limit(limit: int) -> int:
+    return max(1, min(READ_LIMIT_MAX, limit))
