@@ -471,6 +471,24 @@ class MailboxWriter:
             for row in rows
         ]
 
+    async def list_mailboxes(self, session_id: str) -> list[MailboxSummary]:
+        """The caller's own summaries (its ``processedThrough`` is the next CAS's expected value)."""
+        await self._db.execute("BEGIN")
+        try:
+            return await queries.summaries(self._db, session_id)
+        finally:
+            await self._db.execute("ROLLBACK")
+
+    async def processed_through(self, session_id: str, mailbox_id: str) -> int:
+        """The caller's current cursor in one mailbox (0 if it is not a participant)."""
+        row = await _one(
+            self._db,
+            "SELECT processed_through FROM mailbox_participants "
+            "WHERE mailbox_id = ? AND session_id = ?",
+            (mailbox_id, session_id),
+        )
+        return 0 if row is None else int(row[0])
+
     # --------------------------------------------------------- acknowledge
 
     async def acknowledge(

@@ -1,0 +1,115 @@
+"""Pure display rules for mailboxes: titles, previews, the processed rule,
+lagging participants, cursor dividers and newest-first merging. No textual/rich."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.sanitize import cap
+from termal_tui.store.formats import parse_timestamp, preview, split_whitespace
+
+__all__ = [
+    "Divider",
+    "divider_positions",
+    "first_sentence",
+    "format_time",
+    "is_processed",
+    "lagging_participants",
+    "merge_newest_first",
+    "preview",
+    "row_title",
+    "summary_title",
+]
+
+FIRST_SENTENCE_CHARS: Final = 120
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
+
+
+def first_sentence(body: str, max_chars: int = FIRST_SENTENCE_CHARS) -> str:
+    """The body's first sentence on one line (up to ``. ``, ``! ``, ``? `` or a blank line)."""
+    paragraph = re.split(r"\n\s*\n", body.strip(), maxsplit=1)[0] if body.strip() else ""
+    line = " ".join(split_whitespace(paragraph))
+    match = _SENTENCE_END.search(line)
+    sentence = line[: match.start()] if match else line
+    return cap(sentence, max_chars)
+
+
+def row_title(message: MailboxMessage) -> str:
+    """Topic, else the first sentence, else ``Message #N``."""
+    if message.topic and message.topic.strip():
+        return " ".join(split_whitespace(message.topic))
+    sentence = first_sentence(message.body)
+    return sentence or f"Message #{message.sequence}"
+
+
+def summary_title(summary: MailboxSummary) -> str:
+    """Participants as ``A ⇄ B`` in TermAl's participant order."""
+    names = [participant.display_name for participant in summary.participants]
+    return " ⇄ ".join(names) if names else summary.id
+
+
+def is_processed(message: MailboxMessage, participants: Iterable[MailboxParticipant]) -> bool:
+    """Processed iff the message's target participant's cursor has reached it."""
+    for participant in participants:
+        if participant.session_id == message.target_session_id:
+            return message.sequence <= participant.processed_through
+    return False
+
+
+def lagging_participants(summary: MailboxSummary) -> list[MailboxParticipant]:
+    """Participants whose cursor is below the mailbox's latest visible sequence."""
+    return [p for p in summary.participants if p.processed_through < summary.latest_sequence]
+
+
+@dataclass(frozen=True)
+class Divider:
+    participant: MailboxParticipant
+
+    @property
+    def label(self) -> str:
+        departed = " (departed)" if self.participant.departed else ""
+        return (
+            f"{self.participant.display_name}{departed} has processed to here "
+            f"(#{self.participant.processed_through})"
+        )
+
+
+def divider_positions(
+    messages: Sequence[MailboxMessage], summary: MailboxSummary
+) -> dict[int, list[Divider]]:
+    """Row index → dividers to draw just above it, for newest-first ``messages``.
+
+    A lagging participant's divider goes before the first row at or below its
+    cursor. A cursor below every loaded row draws nothing until that row loads.
+    """
+    placed: dict[int, list[Divider]] = {}
+    for participant in lagging_participants(summary):
+        for index, message in enumerate(messages):
+            if message.sequence <= participant.processed_through:
+                placed.setdefault(index, []).append(Divider(participant))
+                break
+    return placed
+
+
+def merge_newest_first(
+    existing: Sequence[MailboxMessage], incoming: Iterable[MailboxMessage]
+) -> list[MailboxMessage]:
+    """Union by message id (incoming wins), sorted newest first by sequence."""
+    by_id = {message.id: message for message in existing}
+    for message in incoming:
+        by_id[message.id] = message
+    return sorted(by_id.values(), key=lambda message: message.sequence, reverse=True)
+
+
+def format_time(created_at: str, now: datetime | None = None) -> str:
+    """Local ``YYYY-MM-DD HH:MM:SS`` (or the raw text if it does not parse)."""
+    try:
+        moment = parse_timestamp(created_at).astimezone()
+    except ValueError:
+        return created_at
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
