@@ -1,0 +1,113 @@
+"""Command line: ``termal-tui [DB] [--demo] [--mailbox ID] [--session ID] [--interval S]``.
+
+Bad input gets one clear sentence on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from termal_tui import __version__
+from termal_tui.store.errors import NotFoundError, StoreError
+from termal_tui.store.reader import open_reader
+
+EXIT_USAGE = 2
+EXIT_INPUT = 1
+
+
+def default_db_path() -> Path:
+    home = os.environ.get("TERMAL_HOME")
+    base = Path(home).expanduser() if home else Path.home() / ".termal"
+    return base / "coordination.sqlite"
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError("the interval must be 0 (off) or a positive number")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="termal-tui",
+        description="A read-only terminal viewer for TermAl agent mailboxes.",
+    )
+    parser.add_argument(
+        "db",
+        nargs="?",
+        help="coordination database (default: $TERMAL_HOME/coordination.sqlite, "
+        "else ~/.termal/coordination.sqlite)",
+    )
+    parser.add_argument("--demo", action="store_true", help="build and open a demo database")
+    parser.add_argument("--mailbox", metavar="ID", help="open this mailbox's tab on start")
+    parser.add_argument("--session", metavar="ID", help="view as this participant session")
+    parser.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=_interval,
+        default=8.0,
+        help="live refresh interval in seconds (0 turns polling off; default 8)",
+    )
+    parser.add_argument("--version", action="version", version=f"termal-tui {__version__}")
+    return parser
+
+
+async def _validate(path: Path, mailbox: str | None, session: str | None) -> None:
+    async with open_reader(path) as reader:
+        if session is not None and session not in await reader.session_ids():
+            raise NotFoundError(f"no mailbox participant has session id {session!r}.")
+        if mailbox is not None:
+            try:
+                await reader.get_mailbox(mailbox, session)
+            except NotFoundError:
+                viewer = f" for session {session!r}" if session else ""
+                raise NotFoundError(f"no visible mailbox with id {mailbox!r}{viewer}.") from None
+
+
+def _fail(message: str) -> int:
+    print(f"termal-tui: error: {message}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    temp_dir: tempfile.TemporaryDirectory[str] | None = None
+    try:
+        if args.demo:
+            if args.db:
+                return _fail("give either a database path or --demo, not both.")
+            from termal_tui.demo import build_demo  # the demo writes; the viewer never does
+
+            temp_dir = tempfile.TemporaryDirectory(prefix="termal-tui-demo-")
+            path = Path(temp_dir.name) / "coordination.sqlite"
+            asyncio.run(build_demo(path))
+        else:
+            path = Path(args.db).expanduser() if args.db else default_db_path()
+            if not path.exists():
+                return _fail(f"{path} does not exist. Try `termal-tui --demo` to see a demo.")
+        try:
+            asyncio.run(_validate(path, args.mailbox, args.session))
+        except StoreError as error:
+            return _fail(str(error).rstrip(".") + ".")
+        from termal_tui.tui.app import make_app
+
+        make_app(
+            path, session_id=args.session, mailbox_id=args.mailbox, poll_interval=args.interval
+        ).run()
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if temp_dir is not None:
+            temp_dir.cleanup()

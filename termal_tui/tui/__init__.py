@@ -1,0 +1,1 @@
+"""The Textual viewer. Reads only through ``termal_tui.store.reader``."""

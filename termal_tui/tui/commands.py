@@ -1,0 +1,61 @@
+"""Command-palette provider: open a mailbox by id or name, jump to #N, load older, refresh."""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from termal_tui.presentation import summary_title
+from termal_tui.sanitize import visible_line
+
+if TYPE_CHECKING:
+    from termal_tui.tui.app import MailboxApp
+
+_JUMP = re.compile(r"^\s*(?:jump\s*(?:to)?\s*)?#\s*(\d+)\s*$", re.IGNORECASE)
+
+
+class MailboxCommands(Provider):
+    @property
+    def mailbox_app(self) -> MailboxApp:
+        return self.app  # type: ignore[return-value]
+
+    def _commands(self) -> list[tuple[str, object, str]]:
+        app = self.mailbox_app
+        commands: list[tuple[str, object, str]] = []
+        for summary in app.summaries:
+            names = visible_line(summary_title(summary), 80)
+            commands.append(
+                (
+                    f"Open mailbox: {names} ({visible_line(summary.id)})",
+                    partial(app.open_mailbox, summary.id),
+                    f"{summary.unread_count} unread, latest #{summary.latest_sequence}",
+                )
+            )
+        commands.append(("Load older messages", app.action_load_older, "Next 50 in this tab"))
+        commands.append(("Refresh now", app.action_refresh, "Re-read summaries and cursors"))
+        commands.append(("Show new messages", app.action_show_new, "Bring announced rows in"))
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        app = self.mailbox_app
+        jump = _JUMP.match(query)
+        if jump:
+            sequence = int(jump.group(1))
+            yield Hit(
+                100,
+                f"Jump to #{sequence} in the current mailbox",
+                partial(app.jump_to, sequence),
+                help="Loads older pages as needed",
+            )
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)  # type: ignore[arg-type]

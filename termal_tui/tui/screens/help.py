@@ -1,0 +1,54 @@
+"""The ``?`` help screen."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP_TEXT = """\
+termal-tui — a read-only viewer for TermAl agent mailboxes
+
+Nothing you do here changes the database: no cursor moves, no state changes.
+
+Mailbox index
+  ↑/↓, enter / click     choose a mailbox and open it in its own tab
+
+Mailbox tab
+  ↑/↓ PgUp/PgDn          move through messages (newest first)
+  enter / click          expand or collapse a message (wake diagnostics, body)
+  f                      full body of the highlighted message
+  o                      load the next 50 older messages
+  n                      show new messages announced above the thread
+  r                      refresh now (also automatic every few seconds)
+  ctrl+p                 command palette: open a mailbox, jump to #N, …
+
+Tabs
+  ctrl+right / ctrl+left next / previous tab      w   close this tab
+  0                      back to the mailbox index
+
+Shading
+  ● Unread      the target participant has not processed this message yet
+  ✓ Processed   the target's processedThrough cursor covers it
+  ──── NAME has processed to here (#N) ────   where a lagging participant stands
+
+  ?  this help      q  quit
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 84; max-width: 100%; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Content(HELP_TEXT))

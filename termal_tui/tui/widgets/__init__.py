@@ -1,0 +1,1 @@
+"""Viewer widgets: the mailbox index and the mailbox tab."""
