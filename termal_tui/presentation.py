@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final
 
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary, UnreadWakeup
 from termal_tui.sanitize import cap
 from termal_tui.store.formats import parse_timestamp, preview, split_whitespace
 
@@ -24,6 +23,7 @@ __all__ = [
     "preview",
     "row_title",
     "summary_title",
+    "wake_prompt",
 ]
 
 FIRST_SENTENCE_CHARS: Final = 120
@@ -106,7 +106,20 @@ def merge_newest_first(
     return sorted(by_id.values(), key=lambda message: message.sequence, reverse=True)
 
 
-def format_time(created_at: str, now: datetime | None = None) -> str:
+def wake_prompt(wake: UnreadWakeup) -> str:
+    """TermAl's compact wake-up prompt: metadata only, never the body (compat §1.8)."""
+    return (
+        "[TermAl mailbox notification]\n"
+        f"Mailbox `{wake.mailbox_id}` has {wake.unread_count} unread message(s). "
+        f"Latest inbound: #{wake.sequence} from {wake.sender_name}.\n"
+        "First use `termal_list_mailboxes` to obtain your current `processedThrough` cursor, "
+        "then use `termal_read_mailbox` with this mailbox id to fetch durable message bodies. "
+        "After processing, call `termal_acknowledge_mailbox` with that cursor as "
+        "`expectedProcessedThrough`."
+    )
+
+
+def format_time(created_at: str) -> str:
     """Local ``YYYY-MM-DD HH:MM:SS`` (or the raw text if it does not parse)."""
     try:
         moment = parse_timestamp(created_at).astimezone()

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from termal_tui.store.writer import MailboxWriter, open_writer
+from tests.helpers import StepClock, counter_ids
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+for variable in ("NO_COLOR", "TEXTUAL_THEME", "TEXTUAL_ANIMATIONS"):
+    os.environ.pop(variable, None)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "coordination.sqlite"
+
+
+@pytest.fixture
+async def writer(db_path: Path) -> AsyncIterator[MailboxWriter]:
+    async with open_writer(db_path, clock=StepClock(), new_id=counter_ids()) as w:
+        yield w
