@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import subprocess
 import sys
 
@@ -34,4 +35,4 @@ def test_viewer_never_loads_the_writer():
 def test_reader_has_no_method_that_writes():
     source = inspect.getsource(sys.modules[MailboxReader.__module__]) + inspect.getsource(queries)
     for verb in ("INSERT", "UPDATE", "DELETE", "ALTER", "CREATE", "REPLACE", "COMMIT"):
-        assert verb not in source.upper().replace("CONNECT_READ_ONLY", "")
+        assert not re.search(rf"\b{verb}\b", source.upper()), verb
