@@ -198,3 +198,15 @@ async def test_reader_refuses_unsupported_schema_version(writer, db_path):
     with pytest.raises(SchemaError, match="unsupported SQLite coordination schema version `2`"):
         async with open_reader(db_path):
             pass
+
+
+async def test_concurrent_reader_calls_each_get_their_own_snapshot(writer, db_path):
+    import asyncio
+
+    receipt = await send(writer)
+    async with open_reader(db_path) as reader:
+        results = await asyncio.gather(
+            *[reader.list_mailboxes() for _ in range(5)],
+            *[reader.read_page(receipt.mailbox_id) for _ in range(5)],
+        )
+    assert all(results)

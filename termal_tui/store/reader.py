@@ -7,6 +7,7 @@ call returns, so a long-lived viewer never pins a WAL snapshot.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -39,15 +40,18 @@ class MailboxReader:
         self._db = db
         self.path = path
         self.schema = info
+        # Calls from concurrent tasks share one connection: one snapshot at a time.
+        self._lock = asyncio.Lock()
 
     async def _snapshot(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         """Run ``work`` inside one deferred read transaction, always closed afterwards."""
         try:
-            await self._db.execute("BEGIN")
-            try:
-                return await work(self._db)
-            finally:
-                await self._db.execute("ROLLBACK")
+            async with self._lock:
+                await self._db.execute("BEGIN")
+                try:
+                    return await work(self._db)
+                finally:
+                    await self._db.execute("ROLLBACK")
         except sqlite3.OperationalError as error:
             if is_busy(error):
                 raise RetryableError(

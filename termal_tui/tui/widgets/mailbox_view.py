@@ -181,6 +181,8 @@ class MailboxView(Vertical):
             thread = self.query_one("#thread", OptionList)
             if self.messages:
                 thread.highlighted = 0
+            if self.mailbox_app.active_view() is self:
+                thread.focus()
         elif event.kind == "older":
             self.has_older = bool(event.has_older)
             self._append_older(event.messages)

@@ -1,0 +1,381 @@
+"""Pilot tests for the viewer: index, tabs, paging, dividers, shading, refresh, stale, jump,
+read-only proof and hostile content."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList, TabbedContent
+
+from termal_tui.store import open_writer
+from termal_tui.store.errors import StoreError
+from termal_tui.tui.app import MailboxApp
+from termal_tui.tui.widgets.mailbox_view import MailboxView
+from tests.helpers import cursors, digest
+from tests.viewer_support import app_for, demo_copy
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> Path:
+    return demo_copy(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture
+def fresh_demo(tmp_path) -> Path:
+    return demo_copy(tmp_path / "fresh")
+
+
+async def settle(app: MailboxApp, pilot) -> None:
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def mailbox_id_for(app: MailboxApp, *names: str) -> str:
+    for summary in app.summaries:
+        if sorted(p.display_name for p in summary.participants) == sorted(names):
+            return summary.id
+    raise AssertionError(names)
+
+
+def thread(view: MailboxView) -> OptionList:
+    return view.query_one("#thread", OptionList)
+
+
+def highlight(view: MailboxView, index: int) -> None:
+    """Highlight the index-th message row (dividers are options too)."""
+    thread(view).highlighted = thread(view).get_option_index(view.messages[index].id)
+
+
+def prompts(view: MailboxView) -> list[str]:
+    options = thread(view)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def open_view(app: MailboxApp, pilot, *names: str) -> MailboxView:
+    app.open_mailbox(mailbox_id_for(app, *names))
+    await settle(app, pilot)
+    view = app.active_view()
+    assert view is not None
+    return view
+
+
+async def test_index_lists_cards_newest_first_and_enter_opens_a_tab(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert len(app.summaries) == 6
+        times = [s.latest_message_at for s in app.summaries]
+        assert times == sorted(times, reverse=True)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None and view.mailbox_id == app.summaries[0].id
+
+
+async def test_opening_an_open_mailbox_focuses_its_tab_instead_of_copying(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        first = await open_view(app, pilot, "planner", "backend")
+        await open_view(app, pilot, "planner", "docs")
+        app.open_mailbox(first.mailbox_id)
+        await settle(app, pilot)
+        assert app.active_view() is first
+        assert len(app.query(MailboxView)) == 2
+        await pilot.press("ctrl+right")  # cycle: index → …
+        await pilot.press("w")
+        await settle(app, pilot)
+        assert len(app.query(MailboxView)) <= 2
+
+
+async def test_close_and_cycle_tabs_from_the_keyboard(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        await open_view(app, pilot, "planner", "backend")
+        await open_view(app, pilot, "planner", "docs")
+        tabs = app.query_one(TabbedContent)
+        order = app._pane_order()
+        assert tabs.active == order[2]
+        await pilot.press("ctrl+right")
+        assert tabs.active == order[0]
+        await pilot.press("ctrl+left")
+        assert tabs.active == order[2]
+        await pilot.press("w")
+        await settle(app, pilot)
+        assert len(app.query(MailboxView)) == 1 and order[2] not in app._pane_order()
+
+
+async def test_paging_loads_50_at_a_time_down_to_the_first_message(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        assert [m.sequence for m in view.messages][:2] == [140, 139]
+        assert len(view.messages) == 50 and view.has_older
+        thread(view).highlighted = 10
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert len(view.messages) == 100
+        assert thread(view).highlighted == 10  # the reader's position is kept
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert len(view.messages) == 140 and not view.has_older
+        assert view.messages[-1].sequence == 1
+        assert "start of mailbox" in prompts(view)[-1]
+        sequences = [m.sequence for m in view.messages]
+        assert sequences == sorted(set(sequences), reverse=True)
+
+
+async def test_dividers_mark_where_lagging_participants_stand(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        await pilot.press("o")
+        await settle(app, pilot)
+        texts = prompts(view)
+        planner = texts.index(next(t for t in texts if "planner has processed to here (#120)" in t))
+        backend = texts.index(next(t for t in texts if "backend has processed to here (#96)" in t))
+        assert texts[planner + 1].lstrip("▸ ").startswith("#120")
+        assert texts[backend + 1].lstrip("▸ ").startswith("#96")
+
+
+async def test_shading_follows_the_target_participants_cursor(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        by_sequence = {m.sequence: t for m, t in zip(view.messages, _row_texts(view), strict=True)}
+        assert "Processed" in by_sequence[120]  # backend → planner, planner at 120
+        assert "Unread" in by_sequence[122]  # backend → planner, beyond 120
+        assert "Unread" in by_sequence[121]  # planner → backend, backend at 96
+        assert "●" in by_sequence[121] and "✓" in by_sequence[120]  # glyphs, not colour alone
+
+
+def _row_texts(view: MailboxView) -> list[str]:
+    return [str(thread(view).get_option(m.id).prompt) for m in view.messages]
+
+
+async def test_enter_expands_a_row_with_wake_diagnostics_and_full_body_opens(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "backend", "reviewer")
+        highlight(view, 1)  # the 100 KiB log dump (#1)
+        await pilot.press("enter")
+        await pilot.pause()
+        text = str(thread(view).get_option(view.messages[1].id).prompt)
+        for label in (
+            "Wake state",
+            "Dispatch outcome",
+            "State stamp",
+            "Unread depth at append",
+            "Message id",
+            "Idempotency key",
+            "more lines — press f for the full body",
+        ):
+            assert label in text
+        assert "queuedBehindActiveTurn" in text
+        await pilot.press("f")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "BodyScreen"
+        await pilot.press("escape")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Wake state" not in str(thread(view).get_option(view.messages[1].id).prompt)
+
+
+async def test_refresh_shows_new_rows_at_top_and_announces_them_below_the_top(fresh_demo):
+    app = app_for(fresh_demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        await _append(fresh_demo, "new at the top")
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert view.messages[0].sequence == 141 and not view.pending
+        thread(view).highlighted = 5
+        await pilot.pause()
+        await _append(fresh_demo, "arrives while reading")
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert view.messages[0].sequence == 141 and [m.sequence for m in view.pending] == [142]
+        assert view.has_class("-has-new")
+        assert thread(view).highlighted == 5
+        await pilot.press("n")
+        await pilot.pause()
+        assert view.messages[0].sequence == 142 and not view.pending
+
+
+async def _append(path: Path, body: str) -> None:
+    async with open_writer(path) as writer:
+        await writer.append(
+            sender_session_id="session-2",
+            sender_name="backend",
+            target_session_id="session-1",
+            target_name="planner",
+            body=body,
+            idempotency_key=f"test-{body}",
+        )
+
+
+async def test_failed_refresh_keeps_content_and_shows_stale(demo_db, monkeypatch):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        loaded = list(view.messages)
+
+        async def broken(*args, **kwargs):
+            raise StoreError("disk went away")
+
+        monkeypatch.setattr(app.reader, "get_mailbox", broken)
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert not view.live and "disk went away" in (view.error or "")
+        assert view.messages == loaded
+        monkeypatch.undo()
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert view.live and view.error is None
+
+
+async def test_jump_loads_older_pages_and_highlights_the_row(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        app.jump_to(7)
+        await settle(app, pilot)
+        highlighted = thread(view).highlighted_option
+        assert highlighted is not None and view.message_by_id(highlighted.id).sequence == 7
+
+
+async def test_command_palette_offers_jump_and_open(demo_db):
+    from termal_tui.tui.commands import MailboxCommands
+
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        await open_view(app, pilot, "planner", "backend")
+        provider = MailboxCommands(app.screen)
+        hits = [hit async for hit in provider.search("#12")]
+        assert str(hits[0].text) == "Jump to #12 in the current mailbox"
+        names = [str(hit.text) async for hit in provider.search("docs")]
+        assert any("planner ⇄ docs" in name for name in names)
+
+
+async def test_empty_database_shows_a_helpful_empty_state(tmp_path):
+    path = tmp_path / "coordination.sqlite"
+    async with open_writer(path):
+        pass
+    app = app_for(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app.query_one("#mailbox-index").has_class("-empty")
+
+
+async def test_a_whole_session_never_changes_the_database(fresh_demo):
+    before = (digest(fresh_demo), cursors(fresh_demo))
+    app = app_for(fresh_demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        for summary in list(app.summaries):
+            app.open_mailbox(summary.id)
+            await settle(app, pilot)
+            view = app.active_view()
+            for _ in range(4):
+                await pilot.press("o")
+                await settle(app, pilot)
+            for index in range(min(3, len(view.messages))):
+                highlight(view, index)
+                await pilot.press("enter")
+            await pilot.press("r")
+            await settle(app, pilot)
+        while app.active_view() is not None:
+            await pilot.press("w")
+            await settle(app, pilot)
+    assert (digest(fresh_demo), cursors(fresh_demo)) == before
+
+
+WRITER_LOOP = """
+import asyncio, sys
+from termal_tui.store import open_writer
+async def main(path):
+    async with open_writer(path) as w:
+        for i in range(60):
+            await w.append(sender_session_id="session-8", sender_name="late", target_session_id="session-9",
+                           target_name="later", body=f"concurrent {i}", idempotency_key=f"c-{i}")
+            await asyncio.sleep(0.01)
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_viewer_changes_no_cursor_while_another_process_appends(fresh_demo):
+    before_cursors = cursors(fresh_demo)
+    proc = subprocess.Popen([sys.executable, "-c", WRITER_LOOP, str(fresh_demo)])
+    app = app_for(fresh_demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while proc.poll() is None:
+            await pilot.press("r")
+            await settle(app, pilot)
+            if app.summaries:
+                app.open_mailbox(app.summaries[0].id)
+            await asyncio.sleep(0.05)
+        await pilot.press("r")
+        await settle(app, pilot)
+    assert proc.returncode == 0
+    after = [row for row in cursors(fresh_demo) if row[1] not in {"session-8", "session-9"}]
+    assert after == before_cursors
+
+
+async def test_hostile_content_is_literal_inert_and_escape_free(demo_db):
+    app = app_for(demo_db)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "frontend")
+        for index in range(len(view.messages)):
+            highlight(view, index)
+            await pilot.press("enter")
+        await pilot.pause()
+        assert app.is_running  # [@click=app.quit] and [/x] did not crash or quit
+        screen = app.export_screenshot()
+        assert "\x1b" not in screen and "\x00" not in screen and "\x9b" not in screen
+        text = "\n".join(prompts(view))
+        assert "[bold]this should not be bold[/]" in text
+        assert "[@click=app.quit]quit the viewer[/]" in text
+        assert "Unterminated markup [b and a closing tag [/x]" in text
+        assert "␛[31mred text␛[0m" in text and "␛]0;pwned␇" in text
+        assert "␀" in text and "⟨C1:9B⟩" in text and "⟨RLO⟩exe.txt⟨PDF⟩" in text
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "termal_tui", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database")
+    cases = [
+        ((str(tmp_path / "missing.sqlite"),), "does not exist. Try `termal-tui --demo`"),
+        ((str(garbage),), "is not a SQLite database"),
+        ((str(demo_db), "--mailbox", "mailbox-nope"), "no visible mailbox with id 'mailbox-nope'"),
+        ((str(demo_db), "--session", "session-nope"), "no mailbox participant has session id"),
+    ]
+    for args, expected in cases:
+        result = _cli(*args)
+        assert result.returncode == 1, args
+        assert expected in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert _cli("--version").stdout.strip() == "termal-tui 0.1.0"
+    assert _cli("--interval", "-3").returncode == 2
