@@ -1,0 +1,80 @@
+"""SVG snapshots at 80x24 and 120x40 with a fixed clock, TZ and demo database."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from termal_tui.store.writer import open_writer
+from tests.viewer_support import SNAPSHOT_ROOT, app_for, demo_copy
+
+
+@pytest.fixture(scope="module")
+def snapshot_db():
+    return demo_copy(SNAPSHOT_ROOT / "demo")
+
+
+@pytest.fixture(scope="module")
+def empty_db():
+    directory = SNAPSHOT_ROOT / "empty"
+    if directory.exists():
+        import shutil
+
+        shutil.rmtree(directory)
+    path = directory / "coordination.sqlite"
+
+    async def create() -> None:
+        async with open_writer(path):
+            pass
+
+    asyncio.run(create())
+    return path
+
+
+async def _settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def _open(*names: str, expand: int | None = None, older: int = 0):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await _settle(pilot)
+        for summary in app.summaries:
+            if sorted(p.display_name for p in summary.participants) == sorted(names):
+                app.open_mailbox(summary.id)
+        await _settle(pilot)
+        view = app.active_view()
+        for _ in range(older):
+            await pilot.press("o")
+            await _settle(pilot)
+        if expand is not None:
+            thread = view.query_one("#thread")
+            thread.highlighted = thread.get_option_index(view.messages[expand].id)
+            await pilot.press("enter")
+        await _settle(pilot)
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+class TestSnapshots:
+    def test_index(self, snap_compare, snapshot_db, size):
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=_settle)
+
+    def test_mailbox_with_dividers(self, snap_compare, snapshot_db, size):
+        run = _open("planner", "docs")
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_expanded_row(self, snap_compare, snapshot_db, size):
+        run = _open("backend", "reviewer", expand=0)
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_hostile_content(self, snap_compare, snapshot_db, size):
+        run = _open("planner", "frontend", expand=2)
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_empty_database(self, snap_compare, empty_db, size):
+        assert snap_compare(app_for(empty_db), terminal_size=size, run_before=_settle)
