@@ -135,9 +135,13 @@ async def build_demo(path: str | os.PathLike[str]) -> Path:
         # 2. planner ⇄ frontend: hostile content, frontend caught up.
         hostile = []
         for index, body in enumerate(HOSTILE_BODIES):
-            sender, recipient = ("session-1", "session-3") if index % 2 == 0 else (
-                "session-3",
-                "session-1",
+            sender, recipient = (
+                ("session-1", "session-3")
+                if index % 2 == 0
+                else (
+                    "session-3",
+                    "session-1",
+                )
             )
             topic = "[red]markup-topic[/]" if index == 0 else None
             hostile.append(
@@ -171,9 +175,13 @@ async def build_demo(path: str | os.PathLike[str]) -> Path:
 
         # 4. planner ⇄ docs: docs caught up, planner lagging.
         for index in range(1, 6):
-            sender, recipient = ("session-5", "session-1") if index % 2 else (
-                "session-1",
-                "session-5",
+            sender, recipient = (
+                ("session-5", "session-1")
+                if index % 2
+                else (
+                    "session-1",
+                    "session-5",
+                )
             )
             await _send(
                 writer,

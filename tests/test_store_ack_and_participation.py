@@ -76,9 +76,9 @@ async def test_deleting_a_session_twice_keeps_the_first_left_at(writer, db_path)
     await writer.mark_session_left("session-b")
     first = rows(db_path, "SELECT left_at FROM mailbox_participants WHERE session_id='session-b'")
     await writer.mark_session_left("session-b")
-    assert rows(db_path, "SELECT left_at FROM mailbox_participants WHERE session_id='session-b'") == (
-        first
-    )
+    assert rows(
+        db_path, "SELECT left_at FROM mailbox_participants WHERE session_id='session-b'"
+    ) == (first)
     assert first[0][0] is not None
 
 
@@ -87,7 +87,9 @@ async def test_reactivation_clears_exactly_the_stale_markers_and_restore_puts_th
 ):
     await send(writer, "session-a", "session-b")
     await send(writer, "session-c", "session-b")
-    await writer.acknowledge("session-b", (await send(writer, "session-a", "session-b")).mailbox_id, 0, 1)
+    await writer.acknowledge(
+        "session-b", (await send(writer, "session-a", "session-b")).mailbox_id, 0, 1
+    )
     await writer.mark_session_left("session-b")
     before = cursors(db_path)
     cleared = await writer.reactivate_session("session-b")

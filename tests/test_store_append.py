@@ -17,9 +17,9 @@ async def test_sequences_are_dense_per_mailbox_and_direction_shares_one_mailbox(
     other = await send(writer, "session-a", "session-c")
     assert (first.sequence, second.sequence, other.sequence) == (1, 2, 1)
     assert first.mailbox_id == second.mailbox_id != other.mailbox_id
-    assert rows(db_path, "SELECT next_sequence FROM mailboxes WHERE id = ?", (first.mailbox_id,)) == [
-        (3,)
-    ]
+    assert rows(
+        db_path, "SELECT next_sequence FROM mailboxes WHERE id = ?", (first.mailbox_id,)
+    ) == [(3,)]
 
 
 async def test_ids_and_participant_key_match_termal_formats(writer, db_path):

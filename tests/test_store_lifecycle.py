@@ -56,8 +56,11 @@ async def test_boot_recovery_marks_every_unread_row_including_unknown_states(wri
     first = await send(writer)
     second = await send(writer)
     await writer.record_dispatch_outcome(second.message_id, "deliveredToIdleSession")
-    execute(db_path, "UPDATE mailbox_messages SET notification_disposition='legacyUnknownState' "
-            "WHERE sequence = 1")
+    execute(
+        db_path,
+        "UPDATE mailbox_messages SET notification_disposition='legacyUnknownState' "
+        "WHERE sequence = 1",
+    )
     changed = await writer.mark_recovered_through("session-b", first.mailbox_id, 2, boot=True)
     assert changed == 2
     assert [row[1] for row in _states(db_path)] == ["recoveredWake", "recoveredWake"]

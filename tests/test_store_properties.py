@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,9 @@ async def _run(ops):
         inserted = 0
         async with open_writer(path, clock=StepClock(), new_id=counter_ids()) as writer:
             for op in ops:
-                before_cursors = {(c[0], c[1]): c[2] for c in cursors(path)} if path.exists() else {}
+                before_cursors = (
+                    {(c[0], c[1]): c[2] for c in cursors(path)} if path.exists() else {}
+                )
                 count_before = rows(path, "SELECT COUNT(*) FROM mailbox_messages")[0][0]
                 if op[0] == "send":
                     _, sender, target, key, body = op
@@ -64,20 +67,18 @@ async def _run(ops):
                         inserted += 1
                         history[(sender, key)] = receipt.sequence
                 else:
-                    _, session, peer, expected, through = op
+                    _, session, _peer, expected, through = op
                     key = None
                     for mailbox_id, session_id, *_ in cursors(path) if path.exists() else []:
                         if session_id == session:
                             key = mailbox_id
                     if key is not None:
-                        try:
+                        with contextlib.suppress(ValidationError, ConflictError):
                             await writer.acknowledge(session, key, expected, through)
-                        except (ValidationError, ConflictError):
-                            pass
                 after_cursors = {(c[0], c[1]): c[2] for c in cursors(path)}
                 for pair, value in before_cursors.items():
                     assert after_cursors[pair] >= value  # cursors never move backwards
-        for (mailbox_id, next_sequence) in rows(path, "SELECT id, next_sequence FROM mailboxes"):
+        for mailbox_id, next_sequence in rows(path, "SELECT id, next_sequence FROM mailboxes"):
             sequences = [
                 r[0]
                 for r in rows(
@@ -159,8 +160,10 @@ def test_two_processes_appending_to_one_mailbox_keep_it_dense(tmp_path):
         for sender, target in (("session-p", "session-q"), ("session-q", "session-p"))
     ]
     assert [proc.wait(timeout=120) for proc in procs] == [0, 0]
-    (mailbox_id,) = {r[0] for r in rows(path, "SELECT id FROM mailboxes")}
-    sequences = [r[0] for r in rows(path, "SELECT sequence FROM mailbox_messages ORDER BY sequence")]
+    (_mailbox_id,) = {r[0] for r in rows(path, "SELECT id FROM mailboxes")}
+    sequences = [
+        r[0] for r in rows(path, "SELECT sequence FROM mailbox_messages ORDER BY sequence")
+    ]
     assert sequences == list(range(1, 201))
     assert rows(path, "SELECT next_sequence FROM mailboxes") == [(201,)]
 

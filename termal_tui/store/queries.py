@@ -47,7 +47,8 @@ def visibility(viewer: str | None) -> tuple[str, dict[str, Any]]:
 
 
 def row_to_message(row: Any) -> MailboxMessage:
-    return MailboxMessage(
+    # Rows come from our own typed schema: construct without re-validating (hot path).
+    return MailboxMessage.model_construct(
         id=row[0],
         mailbox_id=row[1],
         sequence=row[2],
@@ -56,7 +57,7 @@ def row_to_message(row: Any) -> MailboxMessage:
         target_session_id=row[5],
         target_name=row[6],
         created_at=row[7],
-        class_=row[8],
+        class_=row[8],  # noqa: RUF100
         topic=row[9],
         state_stamp=row[10],
         body=row[11],

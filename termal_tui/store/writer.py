@@ -269,7 +269,10 @@ class MailboxWriter:
             )
         else:
             mailbox_id = row[0]
-        for session_id, name in ((sender_session_id, sender_name), (target_session_id, target_name)):
+        for session_id, name in (
+            (sender_session_id, sender_name),
+            (target_session_id, target_name),
+        ):
             await db.execute(
                 "INSERT INTO mailbox_participants(mailbox_id, session_id, display_name, "
                 "processed_through, joined_at, left_at) VALUES(?, ?, ?, 0, ?, NULL) "
@@ -510,7 +513,9 @@ class MailboxWriter:
 
         async def work(db: aiosqlite.Connection) -> MailboxSummary:
             await queries.require_participant(db, mailbox_id, session_id)
-            row = await _one(db, "SELECT next_sequence - 1 FROM mailboxes WHERE id = ?", (mailbox_id,))
+            row = await _one(
+                db, "SELECT next_sequence - 1 FROM mailboxes WHERE id = ?", (mailbox_id,)
+            )
             if row is None:
                 raise NotFoundError("mailbox not found")
             latest = row[0]

@@ -88,9 +88,8 @@ class MailboxApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with TabbedContent(id="tabs"):
-            with TabPane(Content("Mailboxes"), id=INDEX_PANE):
-                yield MailboxIndex(id="mailbox-index")
+        with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
+            yield MailboxIndex(id="mailbox-index")
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -215,7 +214,9 @@ class MailboxApp(App[None]):
             self.query_one("#cards").focus()
 
     def _pane_order(self) -> list[str]:
-        return [pane.id for pane in self.query_one("#tabs", TabbedContent).query(TabPane) if pane.id]
+        return [
+            pane.id for pane in self.query_one("#tabs", TabbedContent).query(TabPane) if pane.id
+        ]
 
     def _cycle(self, step: int) -> None:
         order = self._pane_order()

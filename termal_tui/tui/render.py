@@ -98,7 +98,9 @@ def message_row(message: MailboxMessage, summary: MailboxSummary, expanded: bool
     sentence = first_sentence(message.body)
     summary_line = line(title, "bold" if not processed else "$text-muted", 100)
     if sentence and sentence != title:
-        summary_line = summary_line + Content.styled(" — ", "$text-muted") + line(sentence, base, 120)
+        summary_line = (
+            summary_line + Content.styled(" — ", "$text-muted") + line(sentence, base, 120)
+        )
     lines = [head, Content("   ") + summary_line]
     if expanded:
         lines.extend(_details(message))
@@ -108,8 +110,11 @@ def message_row(message: MailboxMessage, summary: MailboxSummary, expanded: bool
 def _details(message: MailboxMessage) -> list[Content]:
     fields = [
         ("Sequence", f"#{message.sequence}"),
-        ("Route", f"{message.sender_name} ({message.sender_session_id}) → "
-         f"{message.target_name} ({message.target_session_id})"),
+        (
+            "Route",
+            f"{message.sender_name} ({message.sender_session_id}) → "
+            f"{message.target_name} ({message.target_session_id})",
+        ),
         ("Sent", f"{format_time(message.created_at)}  ({message.created_at})"),
         ("Wake state", message.notification_state),
         ("Dispatch outcome", message.dispatch_outcome or "not finalized (NULL)"),
@@ -128,6 +133,8 @@ def _details(message: MailboxMessage) -> list[Content]:
     out.extend(Content("     ") + Content(body_line) for body_line in body.split("\n"))
     if hidden:
         out.append(
-            Content.styled(f"     … {hidden} more lines — press f for the full body", "italic $accent")
+            Content.styled(
+                f"     … {hidden} more lines — press f for the full body", "italic $accent"
+            )
         )
     return out

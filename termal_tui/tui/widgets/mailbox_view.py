@@ -71,8 +71,10 @@ class MailboxView(Vertical):
         yield Static(Content(""), id="new-notice")
         yield OptionList(id="thread")
         yield Static(
-            Content("Read-only view: opening, expanding, paging and refreshing never change "
-                    "the database or any cursor."),
+            Content(
+                "Read-only view: opening, expanding, paging and refreshing never change "
+                "the database or any cursor."
+            ),
             id="readonly",
         )
 

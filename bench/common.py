@@ -1,0 +1,136 @@
+"""Benchmark fixtures: a 1,000,000-message mailbox and a 10,000-mailbox index.
+
+Rows are bulk-inserted with plain sqlite3 into a schema created by the real
+writer (same tables, indexes and formats), then cached under bench/.data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from termal_tui.store.writer import open_writer
+
+DATA = Path(__file__).parent / ".data"
+BIG_MESSAGES = 1_000_000
+INDEX_MAILBOXES = 10_000
+BIG_MAILBOX = "mailbox-00000000-0000-4000-8000-000000000001"
+
+
+def _create(path: Path) -> None:
+    async def run() -> None:
+        async with open_writer(path):
+            pass
+
+    asyncio.run(run())
+
+
+def big_mailbox_db() -> Path:
+    path = DATA / "big.sqlite"
+    if path.exists():
+        return path
+    DATA.mkdir(parents=True, exist_ok=True)
+    _create(path)
+    db = sqlite3.connect(path)
+    db.execute(
+        'INSERT INTO mailboxes VALUES (?, \'["session-1","session-2"]\', '
+        "'2026-01-01T00:00:00+00:00', ?)",
+        (BIG_MAILBOX, BIG_MESSAGES + 1),
+    )
+    db.executemany(
+        "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, '2026-01-01T00:00:00+00:00', NULL)",
+        [
+            (BIG_MAILBOX, "session-1", "planner", 900_000),
+            (BIG_MAILBOX, "session-2", "backend", 400_000),
+        ],
+    )
+
+    def rows():
+        for seq in range(1, BIG_MESSAGES + 1):
+            sender, target = ("session-1", "session-2") if seq % 2 else ("session-2", "session-1")
+            yield (
+                f"mailbox-message-{seq:036d}",
+                BIG_MAILBOX,
+                seq,
+                sender,
+                sender,
+                target,
+                target,
+                f"2026-01-01T00:00:00.{seq:09d}+00:00",
+                None,
+                None,
+                f"Step {seq}: a realistic instruction body with a few sentences. Done.",
+                f"key-{seq}",
+                1,
+                "deliveredToIdleSession",
+                "deliveredToIdleSession",
+            )
+
+    db.executemany(
+        "INSERT INTO mailbox_messages VALUES (?,?,?,?,?,?,?,?,'routine',?,?,?,?,?,?,?)", rows()
+    )
+    db.commit()
+    db.close()
+    return path
+
+
+def index_db() -> Path:
+    path = DATA / "index.sqlite"
+    if path.exists():
+        return path
+    DATA.mkdir(parents=True, exist_ok=True)
+    _create(path)
+    db = sqlite3.connect(path)
+    for n in range(INDEX_MAILBOXES):
+        mid = f"mailbox-{n:08d}-0000-4000-8000-000000000000"
+        a, b = f"session-{n}", f"session-{n + 1}"
+        db.execute(
+            "INSERT INTO mailboxes VALUES (?, ?, '2026-01-01T00:00:00+00:00', 3)",
+            (mid, f'["{a}","{b}"]'),
+        )
+        db.executemany(
+            "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, '2026-01-01T00:00:00+00:00', NULL)",
+            [(mid, a, a, 1), (mid, b, b, 0)],
+        )
+        for seq in (1, 2):
+            db.execute(
+                "INSERT INTO mailbox_messages VALUES "
+                "(?,?,?,?,?,?,?,?,'routine',NULL,NULL,?,?,1,'durableButNotWoken',NULL)",
+                (
+                    f"mailbox-message-{n:08d}-{seq}",
+                    mid,
+                    seq,
+                    a if seq == 1 else b,
+                    a,
+                    b if seq == 1 else a,
+                    b,
+                    f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.{seq}+00:00",
+                    f"Message {seq} in mailbox {n}: please review the change.",
+                    f"k-{n}-{seq}",
+                ),
+            )
+    db.commit()
+    db.close()
+    return path
+
+
+def median_ms(fn: Callable[[], object], repeat: int = 30) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+async def amedian_ms(fn, repeat: int = 30) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        await fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
