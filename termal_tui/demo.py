@@ -1,6 +1,6 @@
 """Builds a realistic, deterministic demo coordination database through the real writer.
 
-Six agents coordinate a release: a 140-message planner⇄backend thread (paging),
+Seven agent sessions coordinate a release: a 140-message planner⇄backend thread (paging),
 hostile bodies (Rich markup, ANSI/OSC escapes, C0/C1 controls, bidi overrides),
 a 100 KiB log dump, every notification state and dispatch outcome, a structured
 review-result control row, and a departed participant.
