@@ -99,6 +99,9 @@ class MailboxMessage(WireModel):
     notification_state: str
     # Viewer diagnostics from the immutable receipt column; never serialized.
     dispatch_outcome: str | None = Field(default=None, exclude=True)
+    # Set by the store when a row written by another program cannot be shown as a
+    # message (e.g. a non-integer sequence); the reason, never serialized.
+    unreadable: str | None = Field(default=None, exclude=True)
 
     @property
     def is_control(self) -> bool:

@@ -10,18 +10,26 @@ import sqlite3
 import stat
 import sys
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import aiosqlite
 
-from termal_tui.store.errors import RetryableError, SchemaError, busy_message
+from termal_tui.sanitize import visible_line
+from termal_tui.store.errors import (
+    RetryableError,
+    SchemaError,
+    StorageError,
+    StoreError,
+    busy_message,
+)
 from termal_tui.store.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 
 SIDECAR_SUFFIXES: Final = ("-wal", "-shm", "-journal")
 INSECURE_ENV: Final = "TERMAL_ALLOW_INSECURE_STATE_PERMISSIONS"
 _BUSY_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+T = TypeVar("T")
 
 
 def is_busy(error: BaseException) -> bool:
@@ -32,26 +40,112 @@ def is_busy(error: BaseException) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def read_only_uri(path: Path) -> str:
-    return path.resolve().as_uri() + "?mode=ro"
+SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 
 
-async def connect_read_only(path: Path) -> aiosqlite.Connection:
-    """Open ``file:...?mode=ro`` with ``query_only``: this connection cannot write."""
-    if not path.exists():
-        raise SchemaError(f"{path} does not exist.")
-    if path.is_dir():
-        raise SchemaError(f"{path} is a directory, not a database file.")
+def read_only_uri(path: Path, *, immutable: bool = False) -> str:
+    return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+
+
+async def run(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` on the connection's own thread: one thread hop for a whole transaction."""
+    conn = db._conn  # aiosqlite's underlying sqlite3 connection, used only on its thread
+    return await db._execute(work, conn)
+
+
+def display_path(path: Path) -> str:
+    return visible_line(os.fspath(path), 200)
+
+
+def describe_error(path: Path, error: sqlite3.Error, *, writing: bool = False) -> StoreError:
+    """One precise sentence for a SQLite failure on ``path`` (never "not SQLite" for a lock)."""
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    detail = str(error)
+    name = display_path(path)
+    if code in _BUSY_CODES or (code == 0 and is_busy(error)):
+        return RetryableError(
+            f"{name} is busy (locked by another process); nothing was "
+            f"{'written' if writing else 'read'}, try again"
+        )
+    if code == sqlite3.SQLITE_NOTADB:
+        return SchemaError(f"{name} is not a SQLite database")
+    if code == sqlite3.SQLITE_CORRUPT:
+        return SchemaError(f"{name} is a damaged SQLite database ({detail})")
+    if code == sqlite3.SQLITE_FULL:
+        return StorageError(
+            f"the disk holding {name} is full; nothing was written, free space and retry"
+        )
+    if code in (sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+        return StorageError(f"permission denied for {name} ({detail})")
+    if code == sqlite3.SQLITE_READONLY:
+        return StorageError(
+            f"{name} cannot be {'written' if writing else 'opened'}: its directory or file is "
+            f"read-only ({detail})"
+        )
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return StorageError(
+            f"cannot open {name}: check the permissions of the file and its directory ({detail})"
+        )
+    if code == sqlite3.SQLITE_IOERR:
+        return StorageError(f"I/O error on {name}; nothing was changed ({detail})")
+    return StorageError(f"SQLite error on {name} ({detail})")
+
+
+def inspect_database_file(path: Path) -> bool:
+    """Refuse what is not a readable regular SQLite file; True if its header says WAL.
+
+    Reads only the 100-byte header with an ordinary ``open``: FIFOs, devices and
+    sockets are refused before anything could block on them.
+    """
+    name = display_path(path)
     try:
-        db = await aiosqlite.connect(read_only_uri(path), uri=True, isolation_level=None)
+        info = path.stat()
+    except FileNotFoundError:
+        raise SchemaError(f"{name} does not exist") from None
+    except OSError as error:
+        raise StorageError(f"cannot inspect {name}: {error.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise SchemaError(f"{name} is a directory, not a database file")
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+        raise SchemaError(f"{name} is {kind}; a coordination database is a regular file")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except PermissionError:
+        raise StorageError(f"permission denied: cannot read {name}") from None
+    except OSError as error:
+        raise StorageError(f"cannot read {name}: {error.strerror}") from None
+    if not header:
+        return False  # SQLite treats an empty file as an empty database
+    if not header.startswith(SQLITE_MAGIC) or len(header) < 100:
+        raise SchemaError(f"{name} is not a SQLite database")
+    return header[18] == 2 and header[19] == 2
+
+
+def directory_writable(path: Path) -> bool:
+    return os.access(path.parent, os.W_OK | os.X_OK)
+
+
+async def connect_read_only(
+    path: Path, *, immutable: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> aiosqlite.Connection:
+    """Open ``file:...?mode=ro`` with ``query_only``: this connection cannot write.
+
+    ``immutable`` opens the main file as a snapshot: no locks, no sidecars, no WAL.
+    """
+    try:
+        db = await aiosqlite.connect(
+            read_only_uri(path, immutable=immutable), uri=True, isolation_level=None
+        )
     except sqlite3.Error as error:
-        raise SchemaError(f"cannot open {path} read-only: {error}.") from error
+        raise describe_error(path, error) from error
     try:
-        await db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await db.execute("PRAGMA query_only = 1")
-    except sqlite3.DatabaseError as error:
+    except sqlite3.Error as error:
         await db.close()
-        raise SchemaError(f"{path} is not a SQLite database ({error}).") from error
+        raise describe_error(path, error) from error
     return db
 
 
@@ -82,30 +176,37 @@ def harden_files(path: Path) -> None:
 
 
 def prepare_state_dir(path: Path) -> None:
+    """Create the state directory 0700, and restrict an existing one to 0700 (as TermAl)."""
     directory = path.parent
     if not directory.exists():
         directory.mkdir(mode=0o700, parents=True)
-        directory.chmod(0o700)
+    try:
+        if stat.S_IMODE(directory.stat().st_mode) != 0o700:
+            directory.chmod(0o700)
+    except OSError as error:
+        _hardening_failure(f"cannot restrict permissions of {display_path(directory)}: {error}.")
 
 
 async def connect_read_write(path: Path) -> aiosqlite.Connection:
     """TermAl's connection setup: busy timeout, WAL, synchronous=NORMAL, foreign keys."""
     prepare_state_dir(path)
     harden_files(path)
+    if path.exists():
+        inspect_database_file(path)
     try:
         db = await aiosqlite.connect(os.fspath(path), isolation_level=None)
     except sqlite3.Error as error:
-        raise SchemaError(f"cannot open {path}: {error}.") from error
+        raise describe_error(path, error, writing=True) from error
     try:
         await db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         await db.execute("PRAGMA journal_mode = WAL")
         await db.execute("PRAGMA synchronous = NORMAL")
         await db.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.DatabaseError as error:
+    except sqlite3.Error as error:
         await db.close()
         if is_busy(error):
             raise RetryableError(busy_message("opening the coordination store")) from error
-        raise SchemaError(f"{path} is not a SQLite database ({error}).") from error
+        raise describe_error(path, error, writing=True) from error
     harden_files(path)
     return db
 
@@ -123,6 +224,30 @@ class WriterAdmission:
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
+        # Messages whose dispatch outcome a live request is still finalizing.
+        self.pending: set[str] = set()
+        self._changed = asyncio.Event()
+
+    def finish(self, message_id: str) -> None:
+        """The finalizer of ``message_id`` is done (outcome recorded or abandoned)."""
+        if message_id in self.pending:
+            self.pending.discard(message_id)
+            self._changed.set()
+            self._changed = asyncio.Event()
+
+    async def wait_finalized(self, message_id: str, timeout: float) -> bool:
+        """Wait (holding nothing) until ``message_id`` is not pending; False on timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout)
+        while message_id in self.pending:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await changed.wait()
+        return True
 
     @classmethod
     def for_path(cls, path: Path) -> WriterAdmission:

@@ -31,6 +31,12 @@ class RetryableError(StoreError):
     http_status = 503
 
 
+class StorageError(StoreError):
+    """The file system or SQLite failed (permissions, I/O, full disk); nothing was changed."""
+
+    http_status = 500
+
+
 class SchemaError(StoreError):
     """The file is missing, not SQLite, not a TermAl coordination DB, or an unknown version."""
 

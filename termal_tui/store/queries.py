@@ -1,35 +1,90 @@
 """SQL shared by the reader and the writer: message rows, visibility, summaries.
 
-Every function runs inside the caller's transaction so the counts and rows it
-returns describe one snapshot. ``viewer=None`` is the human view (control rows
-hidden everywhere, unread counted against each message's own target);
-``viewer=session_id`` is exactly TermAl's per-session route semantics.
+Every function is synchronous and runs on the connection's own thread inside the
+caller's transaction (see :func:`termal_tui.store.connection.run`), so one store
+call is one thread hop and the counts and rows it returns describe one snapshot.
+``viewer=None`` is the human view (control rows hidden everywhere, unread counted
+against each message's own target); ``viewer=session_id`` is exactly TermAl's
+per-session route semantics.
+
+Rows written by other programs are untrusted: a row whose columns do not have the
+types TermAl writes is salvaged (text decoded, never an exception) and, if it
+cannot be shown as a message, marked ``unreadable`` with a reason instead of
+failing the whole read.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections import defaultdict
 from typing import Any, Final
-
-import aiosqlite
 
 from termal_tui.models import CONTROL_TOPIC, MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.formats import PREVIEW_CHARS, preview
 
 MAX_SEQUENCE: Final = 2**63 - 1
-_PREVIEW_PREFIX_CHARS: Final = 1024
+_PREVIEW_PREFIX_BYTES: Final = 4096
+
+# ---------------------------------------------------------------- SQL fragments
+# Each is written once and reused by the reader, the writer and the summaries.
+
+NOT_CONTROL: Final = "COALESCE({t}topic, '') != :ctl"
+"""Visible-to-everyone predicate (``{t}`` is a table prefix such as ``"unread."``)."""
+
+UNREAD_FOR: Final = (
+    "SELECT COUNT(*) FROM mailbox_messages unread "
+    "WHERE unread.mailbox_id = {mailbox} AND unread.sequence > {cursor} "
+    "AND unread.target_session_id = {session} AND " + NOT_CONTROL.format(t="unread.")
+)
+"""Unread rows addressed to one participant above its cursor (TermAl's count)."""
 
 _BASE_COLUMNS: Final = (
     "id, mailbox_id, sequence, sender_session_id, sender_name, target_session_id, "
     "target_name, created_at, class, topic, state_stamp, body, idempotency_key, "
     "unread_depth_at_append, notification_disposition"
 )
+# One flag computed by SQLite: every column has the type TermAl writes. Rows with
+# the flag set are built without re-validation (the hot path).
+_CLEAN: Final = (
+    "(typeof(id) = 'text' AND typeof(mailbox_id) = 'text' AND typeof(sequence) = 'integer' "
+    "AND typeof(sender_session_id) = 'text' AND typeof(sender_name) = 'text' "
+    "AND typeof(target_session_id) = 'text' AND typeof(target_name) = 'text' "
+    "AND typeof(created_at) = 'text' AND typeof(class) = 'text' "
+    "AND typeof(topic) IN ('text', 'null') AND typeof(state_stamp) IN ('text', 'null') "
+    "AND typeof(body) = 'text' AND typeof(idempotency_key) = 'text' "
+    "AND typeof(unread_depth_at_append) = 'integer' "
+    "AND typeof(notification_disposition) = 'text' {outcome_check})"
+)
+_FIELDS: Final = (
+    "id",
+    "mailbox_id",
+    "sequence",
+    "sender_session_id",
+    "sender_name",
+    "target_session_id",
+    "target_name",
+    "created_at",
+    "class_",
+    "topic",
+    "state_stamp",
+    "body",
+    "idempotency_key",
+    "unread_depth_at_append",
+    "notification_state",
+    "dispatch_outcome",
+)
+_OPTIONAL_TEXT: Final = frozenset({"topic", "state_stamp", "dispatch_outcome"})
+_INTEGER: Final = frozenset({"sequence", "unread_depth_at_append"})
 
 
 def message_columns(has_dispatch_outcome: bool) -> str:
-    tail = "dispatch_outcome" if has_dispatch_outcome else "NULL AS dispatch_outcome"
-    return f"{_BASE_COLUMNS}, {tail}"
+    if has_dispatch_outcome:
+        tail = "dispatch_outcome"
+        check = "AND typeof(dispatch_outcome) IN ('text', 'null')"
+    else:
+        tail, check = "NULL AS dispatch_outcome", ""
+    return f"{_BASE_COLUMNS}, {tail}, {_CLEAN.format(outcome_check=check)}, rowid"
 
 
 def visibility(viewer: str | None) -> tuple[str, dict[str, Any]]:
@@ -39,60 +94,114 @@ def visibility(viewer: str | None) -> tuple[str, dict[str, Any]]:
     human view hides every control row.
     """
     if viewer is None:
-        return "COALESCE(topic, '') != :ctl", {"ctl": CONTROL_TOPIC}
+        return NOT_CONTROL.format(t=""), {"ctl": CONTROL_TOPIC}
     return (
         "NOT (target_session_id = :viewer AND COALESCE(topic, '') = :ctl)",
         {"ctl": CONTROL_TOPIC, "viewer": viewer},
     )
 
 
+# ------------------------------------------------------------- untrusted values
+
+
+def as_text(value: object) -> str:
+    """Any stored value as text: BLOBs decode, invalid bytes show as ``\\xNN``, never raise."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return decode_text(value)
+    return "" if value is None else str(value)
+
+
+def as_optional_text(value: object) -> str | None:
+    return None if value is None else as_text(value)
+
+
+def decode_text(data: bytes) -> str:
+    """``text_factory`` for the slow path: each invalid UTF-8 byte becomes visible ``\\xNN``."""
+    return data.decode("utf-8", "backslashreplace")
+
+
+def _complete_utf8_prefix(data: bytes) -> bytes:
+    """Drop a multi-byte character cut in half at the end of a byte prefix."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:
+            continue  # a continuation byte: look further back for the lead byte
+        width = 2 if byte >= 0xC0 else 1
+        width = 3 if byte >= 0xE0 else width
+        width = 4 if byte >= 0xF0 else width
+        return data[:-back] if width > back else data
+    return data
+
+
 def row_to_message(row: Any) -> MailboxMessage:
-    # Rows come from our own typed schema: construct without re-validating (hot path).
-    return MailboxMessage.model_construct(
-        id=row[0],
-        mailbox_id=row[1],
-        sequence=row[2],
-        sender_session_id=row[3],
-        sender_name=row[4],
-        target_session_id=row[5],
-        target_name=row[6],
-        created_at=row[7],
-        class_=row[8],  # noqa: RUF100
-        topic=row[9],
-        state_stamp=row[10],
-        body=row[11],
-        idempotency_key=row[12],
-        unread_depth_at_append=row[13],
-        notification_state=row[14],
-        dispatch_outcome=row[15],
-    )
+    """A message row; trusted rows (SQLite's type flag) are built without re-validation."""
+    if row[16] == 1:
+        return MailboxMessage.model_construct(**dict(zip(_FIELDS, row[:16], strict=True)))
+    return _salvage(row)
 
 
-async def require_participant(db: aiosqlite.Connection, mailbox_id: str, session_id: str) -> None:
-    async with db.execute(
+def _salvage(row: Any) -> MailboxMessage:
+    """Build what can be shown of an ill-typed row; ``unreadable`` says why it is not a message."""
+    values: dict[str, Any] = {}
+    fatal: list[str] = []
+    for name, value in zip(_FIELDS, row[:16], strict=True):
+        if name in _INTEGER:
+            if isinstance(value, int) and not isinstance(value, bool):
+                values[name] = value
+            elif isinstance(value, float) and value.is_integer():
+                values[name] = int(value)
+            else:
+                values[name] = -1 if name == "sequence" else 0
+                if name == "sequence":
+                    shown = "NULL" if value is None else repr(as_text(value)[:40])
+                    fatal.append(f"sequence {shown} is not an integer")
+        elif name in _OPTIONAL_TEXT:
+            values[name] = as_optional_text(value)
+        else:
+            values[name] = as_text(value)
+    if not values["id"]:
+        values["id"] = f"unreadable-rowid-{row[17]}"
+        fatal.append("the message id is missing")
+    reason = "; ".join(fatal) if fatal else None
+    return MailboxMessage.model_construct(**values, unreadable=reason)
+
+
+def fetch_messages(db: sqlite3.Connection, sql: str, params: Any) -> list[MailboxMessage]:
+    return [row_to_message(row) for row in db.execute(sql, params).fetchall()]
+
+
+# -------------------------------------------------------------- authorization
+
+
+def require_participant(db: sqlite3.Connection, mailbox_id: str, session_id: str) -> None:
+    row = db.execute(
         "SELECT 1 FROM mailbox_participants "
         "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL",
         (mailbox_id, session_id),
-    ) as cursor:
-        if await cursor.fetchone() is None:
-            raise NotFoundError("mailbox not found for this session")
+    ).fetchone()
+    if row is None:
+        raise NotFoundError("mailbox not found for this session")
 
 
-async def require_mailbox(db: aiosqlite.Connection, mailbox_id: str) -> None:
-    async with db.execute("SELECT 1 FROM mailboxes WHERE id = ?", (mailbox_id,)) as cursor:
-        if await cursor.fetchone() is None:
-            raise NotFoundError(f"mailbox {mailbox_id} not found")
+def require_mailbox(db: sqlite3.Connection, mailbox_id: str) -> None:
+    if db.execute("SELECT 1 FROM mailboxes WHERE id = ?", (mailbox_id,)).fetchone() is None:
+        raise NotFoundError(f"mailbox {mailbox_id} not found")
 
 
-async def authorize(db: aiosqlite.Connection, mailbox_id: str, viewer: str | None) -> None:
+def authorize(db: sqlite3.Connection, mailbox_id: str, viewer: str | None) -> None:
     if viewer is None:
-        await require_mailbox(db, mailbox_id)
+        require_mailbox(db, mailbox_id)
     else:
-        await require_participant(db, mailbox_id, viewer)
+        require_participant(db, mailbox_id, viewer)
 
 
-async def fetch_range(
-    db: aiosqlite.Connection,
+# ------------------------------------------------------------------- messages
+
+
+def fetch_range(
+    db: sqlite3.Connection,
     mailbox_id: str,
     after_sequence: int,
     limit: int,
@@ -106,12 +215,11 @@ async def fetch_range(
         "ORDER BY sequence LIMIT :limit"
     )
     params |= {"mid": mailbox_id, "after": after_sequence, "limit": limit}
-    async with db.execute(sql, params) as cursor:
-        return [row_to_message(row) for row in await cursor.fetchall()]
+    return fetch_messages(db, sql, params)
 
 
-async def fetch_newest_first(
-    db: aiosqlite.Connection,
+def fetch_newest_first(
+    db: sqlite3.Connection,
     mailbox_id: str,
     before_sequence: int | None,
     limit: int,
@@ -127,43 +235,48 @@ async def fetch_newest_first(
     )
     before = MAX_SEQUENCE if before_sequence is None else before_sequence
     params |= {"mid": mailbox_id, "before": before, "limit": limit}
-    async with db.execute(sql, params) as cursor:
-        return [row_to_message(row) for row in await cursor.fetchall()]
+    return fetch_messages(db, sql, params)
 
 
-async def fetch_message(
-    db: aiosqlite.Connection, message_id: str, viewer: str | None, has_dispatch_outcome: bool
+def fetch_message(
+    db: sqlite3.Connection, message_id: str, viewer: str | None, has_dispatch_outcome: bool
 ) -> MailboxMessage:
     predicate, params = visibility(viewer)
     sql = (
         f"SELECT {message_columns(has_dispatch_outcome)} FROM mailbox_messages "
         f"WHERE id = :id AND {predicate}"
     )
-    async with db.execute(sql, params | {"id": message_id}) as cursor:
-        row = await cursor.fetchone()
-    if row is None:
+    rows = fetch_messages(db, sql, params | {"id": message_id})
+    if not rows:
         raise NotFoundError("mailbox message not found")
-    message = row_to_message(row)
+    message = rows[0]
     if viewer is not None:
-        await require_participant(db, message.mailbox_id, viewer)
+        require_participant(db, message.mailbox_id, viewer)
     return message
 
 
-_LATEST_VISIBLE: Final = """
+# ------------------------------------------------------------------ summaries
+
+_LATEST_VISIBLE: Final = f"""
   JOIN mailbox_messages latest
     ON latest.rowid = (
       SELECT candidate.rowid FROM mailbox_messages candidate
-      WHERE candidate.mailbox_id = m.id AND COALESCE(candidate.topic, '') != :ctl
+      WHERE candidate.mailbox_id = m.id AND {NOT_CONTROL.format(t="candidate.")}
+        AND typeof(candidate.sequence) = 'integer'
       ORDER BY candidate.sequence DESC LIMIT 1
     )
+"""
+# The preview prefix is read as bytes: SQLite's substr()/length() on TEXT stop at
+# NUL, TermAl previews the whole body.
+_SUMMARY_TAIL: Final = f"""
+  substr(CAST(latest.body AS BLOB), 1, {_PREVIEW_PREFIX_BYTES}),
+  length(CAST(latest.body AS BLOB)), latest.created_at, latest.rowid
 """
 
 _SESSION_SUMMARIES: Final = f"""
 SELECT m.id, latest.sequence,
-  (SELECT COUNT(*) FROM mailbox_messages unread
-   WHERE unread.mailbox_id = m.id AND unread.sequence > mine.processed_through
-     AND unread.target_session_id = :viewer AND COALESCE(unread.topic, '') != :ctl),
-  substr(latest.body, 1, {_PREVIEW_PREFIX_CHARS}), length(latest.body), latest.created_at
+  ({UNREAD_FOR.format(mailbox="m.id", cursor="mine.processed_through", session=":viewer")}),
+  {_SUMMARY_TAIL}
 FROM mailboxes m
   JOIN mailbox_participants mine
     ON mine.mailbox_id = m.id AND mine.session_id = :viewer AND mine.left_at IS NULL
@@ -175,87 +288,92 @@ ORDER BY latest.created_at DESC, m.id
 _HUMAN_SUMMARIES: Final = f"""
 SELECT m.id, latest.sequence,
   (SELECT COALESCE(SUM((
-     SELECT COUNT(*) FROM mailbox_messages unread
-     WHERE unread.mailbox_id = p.mailbox_id AND unread.sequence > p.processed_through
-       AND unread.target_session_id = p.session_id AND COALESCE(unread.topic, '') != :ctl
+     {UNREAD_FOR.format(mailbox="p.mailbox_id", cursor="p.processed_through", session="p.session_id")}
    )), 0) FROM mailbox_participants p WHERE p.mailbox_id = m.id),
-  substr(latest.body, 1, {_PREVIEW_PREFIX_CHARS}), length(latest.body), latest.created_at
+  {_SUMMARY_TAIL}
 FROM mailboxes m
 {_LATEST_VISIBLE}
 WHERE (:mid IS NULL OR m.id = :mid)
 ORDER BY latest.created_at DESC, m.id
 """
 
+_PARTICIPANT_COLUMNS: Final = (
+    "mailbox_id, session_id, display_name, processed_through, left_at, "
+    "(typeof(session_id) = 'text' AND typeof(display_name) = 'text' "
+    "AND typeof(processed_through) = 'integer' AND typeof(left_at) IN ('text', 'null'))"
+)
 
-async def _participants(
-    db: aiosqlite.Connection, mailbox_ids: list[str]
+
+def _participant(row: Any) -> MailboxParticipant:
+    if row[5] == 1:
+        return MailboxParticipant.model_construct(
+            session_id=row[1], display_name=row[2], processed_through=row[3], left_at=row[4]
+        )
+    cursor = row[3] if isinstance(row[3], int) else 0
+    return MailboxParticipant.model_construct(
+        session_id=as_text(row[1]),
+        display_name=as_text(row[2]),
+        processed_through=cursor,
+        left_at=as_optional_text(row[4]),
+    )
+
+
+def participants(
+    db: sqlite3.Connection, mailbox_ids: list[str]
 ) -> dict[str, list[MailboxParticipant]]:
     grouped: dict[str, list[MailboxParticipant]] = defaultdict(list)
     if not mailbox_ids:
         return grouped
     if len(mailbox_ids) == 1:
-        sql, params = (
-            "SELECT mailbox_id, session_id, display_name, processed_through, left_at "
-            "FROM mailbox_participants WHERE mailbox_id = ? ORDER BY session_id",
-            tuple(mailbox_ids),
-        )
+        rows = db.execute(
+            f"SELECT {_PARTICIPANT_COLUMNS} FROM mailbox_participants "
+            "WHERE mailbox_id = ? ORDER BY session_id",
+            (mailbox_ids[0],),
+        ).fetchall()
     else:
-        sql, params = (
-            "SELECT mailbox_id, session_id, display_name, processed_through, left_at "
-            "FROM mailbox_participants ORDER BY mailbox_id, session_id",
-            (),
-        )
+        rows = db.execute(
+            f"SELECT {_PARTICIPANT_COLUMNS} FROM mailbox_participants "
+            "ORDER BY mailbox_id, session_id"
+        ).fetchall()
     wanted = set(mailbox_ids)
-    async with db.execute(sql, params) as cursor:
-        async for row in cursor:
-            if row[0] in wanted:
-                grouped[row[0]].append(
-                    MailboxParticipant(
-                        session_id=row[1],
-                        display_name=row[2],
-                        processed_through=row[3],
-                        left_at=row[4],
-                    )
-                )
+    for row in rows:
+        if row[0] in wanted:
+            grouped[row[0]].append(_participant(row))
     return grouped
 
 
-async def _preview(
-    db: aiosqlite.Connection, mailbox_id: str, sequence: int, prefix: str, length: int
-) -> str:
-    text = preview(prefix)
-    if length > len(prefix) and len(text) <= PREVIEW_CHARS:
-        # The prefix did not contain 161 visible characters: use the whole body.
-        async with db.execute(
-            "SELECT body FROM mailbox_messages WHERE mailbox_id = ? AND sequence = ?",
-            (mailbox_id, sequence),
-        ) as cursor:
-            row = await cursor.fetchone()
-        text = preview(row[0]) if row else text
-    return text
+def _preview(db: sqlite3.Connection, rowid: int, prefix: object, length: int) -> str:
+    data = prefix if isinstance(prefix, bytes) else as_text(prefix).encode()
+    truncated = isinstance(length, int) and length > len(data)
+    result = preview(decode_text(_complete_utf8_prefix(data) if truncated else data))
+    if truncated and len(result) <= PREVIEW_CHARS:
+        # The prefix did not hold 161 visible characters: use the whole body.
+        row = db.execute("SELECT body FROM mailbox_messages WHERE rowid = ?", (rowid,)).fetchone()
+        if row is not None:
+            result = preview(as_text(row[0]))
+    return result
 
 
-async def summaries(
-    db: aiosqlite.Connection, viewer: str | None, mailbox_id: str | None = None
+def summaries(
+    db: sqlite3.Connection, viewer: str | None, mailbox_id: str | None = None
 ) -> list[MailboxSummary]:
     """Mailboxes with at least one visible message, newest activity first."""
     sql = _HUMAN_SUMMARIES if viewer is None else _SESSION_SUMMARIES
     params: dict[str, Any] = {"ctl": CONTROL_TOPIC, "mid": mailbox_id}
     if viewer is not None:
         params["viewer"] = viewer
-    async with db.execute(sql, params) as cursor:
-        rows = list(await cursor.fetchall())
-    participants = await _participants(db, [row[0] for row in rows])
+    rows = db.execute(sql, params).fetchall()
+    by_mailbox = participants(db, [row[0] for row in rows])
     result = []
-    for mid, latest_sequence, unread, prefix, length, latest_at in rows:
+    for mid, latest_sequence, unread, prefix, length, latest_at, rowid in rows:
         result.append(
-            MailboxSummary(
-                id=mid,
-                participants=participants.get(mid, []),
+            MailboxSummary.model_construct(
+                id=as_text(mid),
+                participants=by_mailbox.get(mid, []),
                 latest_sequence=latest_sequence,
                 unread_count=unread,
-                latest_message_preview=await _preview(db, mid, latest_sequence, prefix, length),
-                latest_message_at=latest_at,
+                latest_message_preview=_preview(db, rowid, prefix, length),
+                latest_message_at=as_optional_text(latest_at),
             )
         )
     return result

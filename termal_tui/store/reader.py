@@ -1,8 +1,17 @@
 """MailboxReader: the read-only half of the store.
 
 Opens ``file:...?mode=ro`` with ``PRAGMA query_only``, never runs schema setup,
-and wraps each call in one short read transaction that is closed before the
-call returns, so a long-lived viewer never pins a WAL snapshot.
+and runs each call as one short read transaction on the connection's own thread
+(one thread hop), closed before the call returns, so a long-lived viewer never
+pins a WAL snapshot.
+
+What it touches on disk: the database and its ``-wal`` are only read. A WAL
+reader maps the ``-shm`` index, which SQLite creates (with an empty ``-wal``) if
+they are missing and the directory is writable; that is shared coordination state
+every reader and writer uses. A file that is rejected leaves no sidecars behind
+(it is checked through an immutable, lock-free open first), and a WAL database in
+a directory we cannot write is opened as an immutable snapshot (``snapshot`` is
+set, and live refresh has nothing to follow).
 """
 
 from __future__ import annotations
@@ -11,20 +20,27 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import aiosqlite
 
 from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage
 from termal_tui.store import queries
-from termal_tui.store.connection import connect_read_only, is_busy
-from termal_tui.store.errors import NotFoundError, RetryableError, SchemaError, ValidationError
-from termal_tui.store.formats import READ_LIMIT_DEFAULT, clamp_read_limit
+from termal_tui.store.connection import (
+    connect_read_only,
+    describe_error,
+    directory_writable,
+    inspect_database_file,
+    run,
+)
+from termal_tui.store.errors import NotFoundError, StorageError, ValidationError
+from termal_tui.store.formats import BUSY_TIMEOUT_MS, READ_LIMIT_DEFAULT, clamp_read_limit
 from termal_tui.store.schema import SchemaInfo, verify_readable
 
 T = TypeVar("T")
+_UNDECODABLE: Final = "Could not decode to UTF-8"
 
 
 def _check_count(name: str, value: object) -> int:
@@ -33,39 +49,59 @@ def _check_count(name: str, value: object) -> int:
     return value
 
 
+def _in_read_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """On the connection's thread: BEGIN, work, ROLLBACK; invalid UTF-8 retried with U+FFFD."""
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    except sqlite3.OperationalError as error:
+        if _UNDECODABLE not in str(error):
+            raise
+    finally:
+        conn.execute("ROLLBACK")
+    # Slow path, only for files holding invalid UTF-8: decode every text value visibly.
+    conn.text_factory = queries.decode_text
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        conn.execute("ROLLBACK")
+        conn.text_factory = str
+
+
 class MailboxReader:
     """Read-only queries over one coordination database. Has no method that writes."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path, info: SchemaInfo) -> None:
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        path: Path,
+        info: SchemaInfo,
+        snapshot: str | None = None,
+    ) -> None:
         self._db = db
         self.path = path
         self.schema = info
+        # Why this is an immutable snapshot (no live changes can be seen), or None.
+        self.snapshot = snapshot
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
 
-    async def _snapshot(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
-        """Run ``work`` inside one deferred read transaction, always closed afterwards."""
+    async def _snapshot(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` inside one deferred read transaction in one thread hop."""
         try:
             async with self._lock:
-                await self._db.execute("BEGIN")
-                try:
-                    return await work(self._db)
-                finally:
-                    await self._db.execute("ROLLBACK")
-        except sqlite3.OperationalError as error:
-            if is_busy(error):
-                raise RetryableError(
-                    f"{self.path} is busy; nothing was read, try again ({error})."
-                ) from error
-            raise
+                return await run(self._db, lambda conn: _in_read_transaction(conn, work))
+        except sqlite3.Error as error:
+            raise describe_error(self.path, error) from error
 
     async def list_mailboxes(self, session_id: str | None = None) -> list[MailboxSummary]:
         return await self._snapshot(lambda db: queries.summaries(db, session_id))
 
     async def get_mailbox(self, mailbox_id: str, session_id: str | None = None) -> MailboxSummary:
-        async def work(db: aiosqlite.Connection) -> MailboxSummary:
-            await queries.authorize(db, mailbox_id, session_id)
-            found = await queries.summaries(db, session_id, mailbox_id)
+        def work(db: sqlite3.Connection) -> MailboxSummary:
+            queries.authorize(db, mailbox_id, session_id)
+            found = queries.summaries(db, session_id, mailbox_id)
             if not found:
                 raise NotFoundError(f"mailbox {mailbox_id} has no visible messages")
             return found[0]
@@ -82,12 +118,11 @@ class MailboxReader:
         """TermAl's read: ascending from ``after_sequence``, limit clamped to 1..=200."""
         after = _check_count("afterSequence", after_sequence)
         count = clamp_read_limit(_check_count("limit", limit))
+        outcome = self.schema.has_dispatch_outcome
 
-        async def work(db: aiosqlite.Connection) -> list[MailboxMessage]:
-            await queries.authorize(db, mailbox_id, session_id)
-            return await queries.fetch_range(
-                db, mailbox_id, after, count, session_id, self.schema.has_dispatch_outcome
-            )
+        def work(db: sqlite3.Connection) -> list[MailboxMessage]:
+            queries.authorize(db, mailbox_id, session_id)
+            return queries.fetch_range(db, mailbox_id, after, count, session_id, outcome)
 
         return await self._snapshot(work)
 
@@ -102,36 +137,31 @@ class MailboxReader:
         if before_sequence is not None:
             _check_count("beforeSequence", before_sequence)
         count = clamp_read_limit(_check_count("limit", limit))
+        outcome = self.schema.has_dispatch_outcome
 
-        async def work(db: aiosqlite.Connection) -> MessagePage:
-            await queries.authorize(db, mailbox_id, session_id)
-            rows = await queries.fetch_newest_first(
-                db,
-                mailbox_id,
-                before_sequence,
-                count + 1,
-                session_id,
-                self.schema.has_dispatch_outcome,
+        def work(db: sqlite3.Connection) -> MessagePage:
+            queries.authorize(db, mailbox_id, session_id)
+            rows = queries.fetch_newest_first(
+                db, mailbox_id, before_sequence, count + 1, session_id, outcome
             )
-            return MessagePage(messages=rows[:count], has_older=len(rows) > count)
+            return MessagePage.model_construct(messages=rows[:count], has_older=len(rows) > count)
 
         return await self._snapshot(work)
 
     async def read_message(self, message_id: str, session_id: str | None = None) -> MailboxMessage:
+        outcome = self.schema.has_dispatch_outcome
         return await self._snapshot(
-            lambda db: queries.fetch_message(
-                db, message_id, session_id, self.schema.has_dispatch_outcome
-            )
+            lambda db: queries.fetch_message(db, message_id, session_id, outcome)
         )
 
     async def session_ids(self) -> list[str]:
         """Every session id that participates in any mailbox (for CLI validation)."""
 
-        async def work(db: aiosqlite.Connection) -> list[str]:
-            async with db.execute(
+        def work(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute(
                 "SELECT DISTINCT session_id FROM mailbox_participants ORDER BY session_id"
-            ) as cursor:
-                return [row[0] for row in await cursor.fetchall()]
+            ).fetchall()
+            return [queries.as_text(row[0]) for row in rows]
 
         return await self._snapshot(work)
 
@@ -139,17 +169,57 @@ class MailboxReader:
         await self._db.close()
 
 
-@contextlib.asynccontextmanager
-async def open_reader(path: str | os.PathLike[str]) -> AsyncIterator[MailboxReader]:
-    """Open a coordination database read-only. Raises SchemaError with an actionable sentence."""
-    resolved = Path(path).expanduser()
-    db = await connect_read_only(resolved)
+async def _open_verified(
+    path: Path, *, immutable: bool, busy_timeout_ms: int
+) -> tuple[aiosqlite.Connection, SchemaInfo]:
+    db = await connect_read_only(path, immutable=immutable, busy_timeout_ms=busy_timeout_ms)
     try:
-        try:
-            info = await verify_readable(db, resolved)
-        except sqlite3.DatabaseError as error:
-            raise SchemaError(f"{resolved} is not a SQLite database ({error}).") from error
-        reader = MailboxReader(db, resolved, info)
-        yield reader
+        info = await run(
+            db, lambda conn: _in_read_transaction(conn, lambda c: verify_readable(c, path))
+        )
+    except BaseException as error:
+        await db.close()
+        if isinstance(error, sqlite3.Error):
+            raise describe_error(path, error) from error
+        raise
+    return db, info
+
+
+@contextlib.asynccontextmanager
+async def open_reader(
+    path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> AsyncIterator[MailboxReader]:
+    """Open a coordination database read-only. Raises a StoreError with one sentence."""
+    resolved = Path(path).expanduser()
+    is_wal = inspect_database_file(resolved)
+    snapshot: str | None = None
+    sidecars_missing = is_wal and not (
+        Path(f"{resolved}-wal").exists() and Path(f"{resolved}-shm").exists()
+    )
+    if sidecars_missing and not Path(f"{resolved}-wal").exists():
+        # Check the file through an immutable, lock-free open first: a rejected file
+        # must not leave the sidecars a WAL open would make. Without a -wal the
+        # main file holds every committed row, so this check sees the whole file.
+        probe, _ = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+        await probe.close()
+    if sidecars_missing and not directory_writable(resolved):
+        snapshot = (
+            "read-only directory: SQLite cannot add the WAL index, so this is a snapshot "
+            "of the main file and live refresh is off"
+        )
+        if Path(f"{resolved}-wal").exists():
+            snapshot += "; writes still in the -wal are not shown"
+    try:
+        db, info = await _open_verified(
+            resolved, immutable=snapshot is not None, busy_timeout_ms=busy_timeout_ms
+        )
+    except StorageError:
+        if snapshot is not None or not is_wal:
+            raise
+        # The directory looked writable but SQLite could not set up the WAL index.
+        snapshot = "cannot set up the WAL index: this is a snapshot and live refresh is off"
+        db, info = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+    try:
+        yield MailboxReader(db, resolved, info, snapshot)
     finally:
         await db.close()

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import aiosqlite
-
+from termal_tui.sanitize import quote
+from termal_tui.store.connection import display_path
 from termal_tui.store.errors import SchemaError
+from termal_tui.store.queries import as_text
 
 SCHEMA_VERSION: Final = "1"
 META_SCHEMA_VERSION: Final = "coordination_schema_version"
@@ -101,7 +102,7 @@ CREATE TABLE IF NOT EXISTS coordination_board_entries (
   key TEXT NOT NULL,
   revision INTEGER NOT NULL CHECK (revision > 0),
   generation INTEGER NOT NULL CHECK (generation > 0),
-  value_json TEXT NOT NULL,
+  value_json TEXT,
   author_session_id TEXT NOT NULL,
   author_name TEXT NOT NULL,
   updated_at TEXT NOT NULL,
@@ -115,7 +116,7 @@ CREATE TABLE IF NOT EXISTS coordination_board_history (
   key TEXT NOT NULL,
   revision INTEGER NOT NULL CHECK (revision > 0),
   generation INTEGER NOT NULL CHECK (generation > 0),
-  value_json TEXT NOT NULL,
+  value_json TEXT,
   author_session_id TEXT NOT NULL,
   author_name TEXT NOT NULL,
   updated_at TEXT NOT NULL,
@@ -131,7 +132,8 @@ CREATE TABLE IF NOT EXISTS coordination_board_idempotency (
   request_hash TEXT NOT NULL,
   receipt_json TEXT NOT NULL,
   created_at TEXT NOT NULL,
-  PRIMARY KEY (scope_id, author_session_id, idempotency_key)
+  PRIMARY KEY (scope_id, author_session_id, idempotency_key),
+  FOREIGN KEY (scope_id) REFERENCES coordination_board_scopes(scope_id) ON DELETE CASCADE
 );
 
 CREATE TABLE IF NOT EXISTS coordination_board_deleted_scopes (
@@ -148,6 +150,7 @@ SET dispatch_outcome = CASE notification_disposition
   ELSE 'durableButNotWoken'
 END
 WHERE dispatch_outcome IS NULL
+   OR dispatch_outcome NOT IN ('durableButNotWoken', 'queuedBehindActiveTurn', 'deliveredToIdleSession')
 """
 
 
@@ -161,69 +164,80 @@ class SchemaInfo:
 
 def unsupported_version_message(version: str) -> str:
     return (
-        f"unsupported SQLite coordination schema version `{version}`; "
+        f"unsupported SQLite coordination schema version {quote(version)}; "
         f"this binary supports `{SCHEMA_VERSION}`"
     )
 
 
-async def _table_names(db: aiosqlite.Connection) -> set[str]:
-    async with db.execute("SELECT name FROM sqlite_master WHERE type = 'table'") as cursor:
-        return {row[0] for row in await cursor.fetchall()}
+def _table_names(db: sqlite3.Connection, schema: str = "main") -> set[str]:
+    rows = db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")
+    return {row[0] for row in rows.fetchall()}
 
 
-async def _columns(db: aiosqlite.Connection, table: str, schema: str = "main") -> list[str]:
-    async with db.execute(f"PRAGMA {schema}.table_info({table})") as cursor:
-        return [row[1] for row in await cursor.fetchall()]
+def _columns(db: sqlite3.Connection, table: str, schema: str = "main") -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA {schema}.table_info({table})").fetchall()]
 
 
-async def _meta(db: aiosqlite.Connection, key: str) -> str | None:
-    async with db.execute("SELECT value FROM meta WHERE key = ?", (key,)) as cursor:
-        row = await cursor.fetchone()
-    return None if row is None else str(row[0])
+def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else as_text(row[0])
 
 
-async def verify_readable(db: aiosqlite.Connection, path: Path) -> SchemaInfo:
-    """Read-only checks: the mailbox tables exist and the schema version is supported."""
-    try:
-        tables = await _table_names(db)
-    except sqlite3.DatabaseError as error:
-        raise SchemaError(f"{path} is not a SQLite database ({error}).") from error
+def verify_readable(db: sqlite3.Connection, path: Path) -> SchemaInfo:
+    """Read-only checks: the mailbox tables exist and the schema version is supported.
+
+    SQLite failures propagate as ``sqlite3.Error`` for the caller to describe.
+    """
+    tables = _table_names(db)
     missing = [name for name in MAILBOX_TABLES if name not in tables]
     if missing:
         raise SchemaError(
-            f"{path} is a SQLite database but not a TermAl coordination database "
+            f"{display_path(path)} is a SQLite database but not a TermAl coordination database "
             f"(missing table {missing[0]})."
         )
-    version = await _meta(db, META_SCHEMA_VERSION) if "meta" in tables else None
+    version = _meta(db, META_SCHEMA_VERSION) if "meta" in tables else None
     if version is not None and version != SCHEMA_VERSION:
-        raise SchemaError(f"{path}: {unsupported_version_message(version)}.")
-    columns = await _columns(db, "mailbox_messages")
+        raise SchemaError(f"{display_path(path)}: {unsupported_version_message(version)}.")
+    columns = _columns(db, "mailbox_messages")
     return SchemaInfo(has_dispatch_outcome="dispatch_outcome" in columns, version=version)
 
 
-async def ensure_schema(db: aiosqlite.Connection, path: Path) -> None:
-    """TermAl's ensure sequence (termal-compat §1.3) plus the legacy-import marker (§3.18).
+def ensure_schema(db: sqlite3.Connection, path: Path) -> None:
+    """TermAl's ensure sequence (termal-compat §1.3), then the legacy import (§3.18).
 
-    Runs inside the caller's ``BEGIN IMMEDIATE`` transaction.
+    Runs on the writer's thread under its admission; manages its own transactions
+    (ATTACH, which the legacy import needs, is not allowed inside one).
     """
-    await db.execute(META_DDL)
-    version = await _meta(db, META_SCHEMA_VERSION)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        _ensure_tables(db, path)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if _meta(db, META_LEGACY_IMPORT) is None:
+        _legacy_import(db, path)
+
+
+def _ensure_tables(db: sqlite3.Connection, path: Path) -> None:
+    db.execute(META_DDL)
+    version = _meta(db, META_SCHEMA_VERSION)
     if version is not None and version != SCHEMA_VERSION:
-        raise SchemaError(f"{path}: {unsupported_version_message(version)}.")
+        raise SchemaError(f"{display_path(path)}: {unsupported_version_message(version)}.")
     for statement in _split_ddl(TABLES_DDL):
-        await db.execute(statement)
-    if "dispatch_outcome" not in await _columns(db, "mailbox_messages"):
-        await db.execute("ALTER TABLE mailbox_messages ADD COLUMN dispatch_outcome TEXT")
-    if await _meta(db, META_LEGACY_IMPORT) is None:
-        await _legacy_import(db, path)
-    if await _meta(db, META_BACKFILL) is None:
-        await db.execute(BACKFILL_SQL)
-        await db.execute(
+        db.execute(statement)
+    _repair_board_tables(db)
+    if "dispatch_outcome" not in _columns(db, "mailbox_messages"):
+        db.execute("ALTER TABLE mailbox_messages ADD COLUMN dispatch_outcome TEXT")
+    if _meta(db, META_BACKFILL) is None:
+        db.execute(BACKFILL_SQL)
+        db.execute(
             "INSERT INTO meta(key, value) VALUES(?, 'complete') ON CONFLICT(key) DO NOTHING",
             (META_BACKFILL,),
         )
-    await db.execute(
-        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    db.execute(
+        "INSERT INTO meta(key, value) VALUES(?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (META_SCHEMA_VERSION, SCHEMA_VERSION),
     )
 
@@ -232,65 +246,190 @@ def _split_ddl(ddl: str) -> list[str]:
     return [part.strip() for part in ddl.split(";") if part.strip()]
 
 
-async def _coordination_row_count(db: aiosqlite.Connection, schema: str = "main") -> int:
-    total = 0
-    for table in COPY_ORDER:
-        async with db.execute(f"SELECT COUNT(*) FROM {schema}.{table}") as cursor:
-            row = await cursor.fetchone()
-        total += int(row[0]) if row else 0
-    return total
+def _table_ddl(name: str) -> str:
+    for statement in _split_ddl(TABLES_DDL):
+        if statement.startswith(f"CREATE TABLE IF NOT EXISTS {name} "):
+            return statement
+    raise KeyError(name)
 
 
-async def _legacy_import(db: aiosqlite.Connection, path: Path) -> None:
-    """Copy legacy mailbox/board rows from a sibling termal.sqlite, then write the marker.
+def _board_table_needs_repair(db: sqlite3.Connection, table: str) -> bool:
+    info = db.execute(f"PRAGMA table_info({table})").fetchall()
+    if table in ("coordination_board_entries", "coordination_board_history"):
+        return any(row[1] == "value_json" and row[3] == 1 for row in info)
+    foreign = db.execute(f"PRAGMA foreign_key_list({table})").fetchall()
+    return not any(row[2] == "coordination_board_scopes" for row in foreign)
 
-    TermAl's boot refuses a destination that gained coordination rows without the
-    marker, so the marker is always written here: the legacy path after a copy, or
-    ``no-legacy-state`` when there is no legacy file.
+
+def _repair_board_tables(db: sqlite3.Connection) -> None:
+    """Rebuild board tables created by earlier termal-tui versions with TermAl's DDL.
+
+    Those had ``value_json NOT NULL`` (TermAl stores NULL tombstones) and no
+    foreign key on ``coordination_board_idempotency``. Rows are kept; this runs
+    inside the ensure transaction, so a failure leaves the file as it was.
     """
-    legacy = path.parent / LEGACY_DB_NAME
-    if not legacy.exists() or legacy.resolve() == path.resolve():
-        marker = NO_LEGACY_STATE
-    else:
-        if await _coordination_row_count(db) > 0:
-            raise SchemaError(
-                f"{path}: legacy coordination import from {legacy} requires an empty "
-                "pre-marker destination."
-            )
-        await _copy_legacy_rows(db, legacy)
-        marker = os.fspath(legacy)
-    await db.execute(
-        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
-        (META_LEGACY_IMPORT, marker),
+    for table in (
+        "coordination_board_entries",
+        "coordination_board_history",
+        "coordination_board_idempotency",
+    ):
+        if not _board_table_needs_repair(db, table):
+            continue
+        columns = ", ".join(_columns(db, table))
+        db.execute(f"ALTER TABLE {table} RENAME TO {table}_termal_tui_old")
+        db.execute(_table_ddl(table))
+        db.execute(f"INSERT INTO {table}({columns}) SELECT {columns} FROM {table}_termal_tui_old")
+        db.execute(f"DROP TABLE {table}_termal_tui_old")
+
+
+def _coordination_row_count(db: sqlite3.Connection) -> int:
+    return sum(
+        int(db.execute(f"SELECT COUNT(*) FROM main.{table}").fetchone()[0]) for table in COPY_ORDER
     )
 
 
-async def _copy_legacy_rows(db: aiosqlite.Connection, legacy: Path) -> None:
-    # ATTACH is not allowed inside a transaction, so read the legacy file through
-    # a separate read-only connection and insert the rows here.
-    uri = legacy.resolve().as_uri() + "?mode=ro"
+_OUTCOME_CASE: Final = """CASE
+  WHEN notification_disposition = 'queuedBehindActiveTurn' THEN 'queuedBehindActiveTurn'
+  WHEN notification_disposition = 'deliveredToIdleSession' THEN 'deliveredToIdleSession'
+  ELSE 'durableButNotWoken'
+END"""
+_KEEP_VALID_OUTCOME: Final = (
+    "CASE WHEN dispatch_outcome IN "
+    "('durableButNotWoken', 'queuedBehindActiveTurn', 'deliveredToIdleSession') "
+    f"THEN dispatch_outcome ELSE {_OUTCOME_CASE} END"
+)
+_MESSAGE_COLUMNS: Final = (
+    "id, mailbox_id, sequence, sender_session_id, sender_name, target_session_id, "
+    "target_name, created_at, class, topic, state_stamp, body, idempotency_key, "
+    "unread_depth_at_append, notification_disposition"
+)
+_BOARD_VALUE_COLUMNS: Final = (
+    "scope_id, key, revision, generation, value_json, author_session_id, author_name, "
+    "updated_at, state_stamp"
+)
+_LEGACY_CHECKS: Final = (
+    (
+        "mailbox heads",
+        "SELECT id, next_sequence FROM {a}.mailboxes",
+    ),
+    (
+        "mailbox participant cursors",
+        "SELECT mailbox_id, session_id, processed_through FROM {a}.mailbox_participants",
+    ),
+    (
+        "per-mailbox message counts and maximum sequences",
+        "SELECT mailbox_id, COUNT(*), COALESCE(MAX(sequence), 0) FROM {a}.mailbox_messages "
+        "GROUP BY mailbox_id",
+    ),
+    (
+        "mailbox idempotency counts",
+        "SELECT sender_session_id, COUNT(*) FROM {a}.mailbox_messages GROUP BY sender_session_id",
+    ),
+)
+
+
+def _legacy_import(db: sqlite3.Connection, path: Path) -> None:
+    """Copy legacy mailbox/board rows from a sibling termal.sqlite, then write the marker.
+
+    TermAl's boot refuses a destination that gained coordination rows without the
+    marker, so the marker is always written: the legacy path after a verified
+    copy, or ``no-legacy-state`` when there is no legacy file. A partial legacy
+    schema is refused with nothing copied and no marker.
+    """
+    legacy = path.parent / LEGACY_DB_NAME
+    if not legacy.exists() or legacy.resolve() == path.resolve():
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
+            (META_LEGACY_IMPORT, NO_LEGACY_STATE),
+        )
+        return
     try:
-        source = sqlite3.connect(uri, uri=True)
+        db.execute("ATTACH DATABASE ? AS legacy_state", (legacy.resolve().as_uri() + "?mode=ro",))
     except sqlite3.Error as error:
-        raise SchemaError(f"cannot open legacy state {legacy}: {error}.") from error
+        raise SchemaError(f"cannot open legacy state {display_path(legacy)}: {error}.") from error
     try:
-        legacy_tables = {
-            row[0] for row in source.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        }
-        for table in COPY_ORDER:
-            if table not in legacy_tables:
-                continue
-            destination_columns = await _columns(db, table)
-            source_columns = [row[1] for row in source.execute(f"PRAGMA table_info({table})")]
-            shared = [column for column in destination_columns if column in source_columns]
-            column_list = ", ".join(shared)
-            placeholders = ", ".join("?" for _ in shared)
-            rows = source.execute(f"SELECT {column_list} FROM {table}").fetchall()
-            if rows:
-                await db.executemany(
-                    f"INSERT INTO {table}({column_list}) VALUES({placeholders})", rows
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if _meta(db, META_LEGACY_IMPORT) is None:
+                _copy_legacy_rows(db, path, legacy)
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES(?, ?)",
+                    (META_LEGACY_IMPORT, os.fspath(legacy)),
                 )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
     except sqlite3.DatabaseError as error:
-        raise SchemaError(f"cannot read legacy state {legacy}: {error}.") from error
+        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+            raise
+        raise SchemaError(f"cannot import legacy state {display_path(legacy)}: {error}.") from error
     finally:
-        source.close()
+        db.execute("DETACH DATABASE legacy_state")
+
+
+def _copy_legacy_rows(db: sqlite3.Connection, path: Path, legacy: Path) -> None:
+    if _coordination_row_count(db) > 0:
+        raise SchemaError(
+            f"{display_path(path)}: legacy coordination import from {display_path(legacy)} "
+            "requires an empty pre-marker destination."
+        )
+    present = _table_names(db, "legacy_state")
+    mailbox = [table in present for table in MAILBOX_TABLES]
+    if any(mailbox):
+        if not all(mailbox):
+            raise SchemaError("legacy mailbox schema is incomplete; refusing a partial migration")
+        legacy_outcome = (
+            _KEEP_VALID_OUTCOME
+            if "dispatch_outcome" in _columns(db, "mailbox_messages", "legacy_state")
+            else _OUTCOME_CASE
+        )
+        db.execute(
+            "INSERT INTO main.mailboxes(id, participant_key, created_at, next_sequence) "
+            "SELECT id, participant_key, created_at, next_sequence FROM legacy_state.mailboxes"
+        )
+        db.execute(
+            "INSERT INTO main.mailbox_participants(mailbox_id, session_id, display_name, "
+            "processed_through, joined_at, left_at) SELECT mailbox_id, session_id, "
+            "display_name, processed_through, joined_at, left_at "
+            "FROM legacy_state.mailbox_participants"
+        )
+        db.execute(
+            f"INSERT INTO main.mailbox_messages({_MESSAGE_COLUMNS}, dispatch_outcome) "
+            f"SELECT {_MESSAGE_COLUMNS}, {legacy_outcome} FROM legacy_state.mailbox_messages"
+        )
+        for label, query in _LEGACY_CHECKS:
+            legacy_rows, main_rows = query.format(a="legacy_state"), query.format(a="main")
+            differences = db.execute(
+                f"SELECT (SELECT COUNT(*) FROM ({legacy_rows} EXCEPT {main_rows})) + "
+                f"(SELECT COUNT(*) FROM ({main_rows} EXCEPT {legacy_rows}))"
+            ).fetchone()[0]
+            if differences:
+                raise SchemaError(f"legacy coordination migration verification failed for {label}")
+    board = [table in present for table in BOARD_TABLES]
+    if any(board):
+        if not all(board[:4]):
+            raise SchemaError(
+                "legacy coordination-board schema is incomplete; refusing a partial migration"
+            )
+        db.execute(
+            "INSERT INTO main.coordination_board_scopes(scope_id, generation) "
+            "SELECT scope_id, generation FROM legacy_state.coordination_board_scopes"
+        )
+        for table in ("coordination_board_entries", "coordination_board_history"):
+            db.execute(
+                f"INSERT INTO main.{table}({_BOARD_VALUE_COLUMNS}) "
+                f"SELECT {_BOARD_VALUE_COLUMNS} FROM legacy_state.{table}"
+            )
+        idempotency = (
+            "scope_id, author_session_id, idempotency_key, request_hash, receipt_json, created_at"
+        )
+        db.execute(
+            f"INSERT INTO main.coordination_board_idempotency({idempotency}) "
+            f"SELECT {idempotency} FROM legacy_state.coordination_board_idempotency"
+        )
+        if board[4]:
+            db.execute(
+                "INSERT INTO main.coordination_board_deleted_scopes(scope_id, deleted_at) "
+                "SELECT scope_id, deleted_at FROM legacy_state.coordination_board_deleted_scopes"
+            )

@@ -7,10 +7,11 @@ recovery marking) fail retryable after 5 s; lifecycle writes wait.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,7 +35,13 @@ from termal_tui.review import (
     review_state_stamp,
 )
 from termal_tui.store import queries
-from termal_tui.store.connection import WriterAdmission, connect_read_write, is_busy
+from termal_tui.store.connection import (
+    WriterAdmission,
+    connect_read_write,
+    describe_error,
+    is_busy,
+    run,
+)
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -101,13 +108,59 @@ def validate_append(
         raise ValidationError(f"mailbox state stamp exceeds {MAX_METADATA_BYTES} bytes")
 
 
-async def _one(db: aiosqlite.Connection, sql: str, params: Any = ()) -> Any:
-    async with db.execute(sql, params) as cursor:
-        return await cursor.fetchone()
+def _one(db: sqlite3.Connection, sql: str, params: Any = ()) -> Any:
+    return db.execute(sql, params).fetchone()
+
+
+def _in_write_transaction(
+    db: sqlite3.Connection,
+    work: Callable[[sqlite3.Connection], T],
+    begin: str,
+    commit: str,
+) -> T:
+    """On the connection's thread: BEGIN IMMEDIATE, work, COMMIT (ROLLBACK on any failure)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        if is_busy(error):
+            raise RetryableError(busy_message(begin)) from error
+        raise
+    try:
+        result = work(db)
+    except BaseException:
+        _rollback(db)
+        raise
+    try:
+        db.execute("COMMIT")
+    except sqlite3.Error as error:
+        _rollback(db)
+        if is_busy(error):
+            raise RetryableError(busy_message(commit)) from error
+        raise
+    return result
+
+
+def _in_read_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    db.execute("BEGIN")
+    try:
+        return work(db)
+    finally:
+        _rollback(db)
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        if db.in_transaction:
+            db.execute("ROLLBACK")
 
 
 class MailboxWriter:
-    """Writes TermAl-compatible mailbox rows. Construct with :func:`open_writer`."""
+    """Writes TermAl-compatible mailbox rows. Construct with :func:`open_writer`.
+
+    Every method, read or write, is one transaction run as one function on the
+    connection's own thread, so calls from concurrent tasks never nest or see each
+    other's uncommitted rows. Writes also pass the per-file FIFO admission.
+    """
 
     def __init__(
         self,
@@ -123,13 +176,21 @@ class MailboxWriter:
         self._new_id = new_id or new_uuid
         self._deadline = deadline
         self._admission = WriterAdmission.for_path(path)
+        self._registered: set[str] = set()
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
 
+    async def _call(self, work: Callable[[sqlite3.Connection], T], *, writing: bool) -> T:
+        """One hop to the connection's thread; SQLite failures become typed store errors."""
+        try:
+            return await run(self._db, work)
+        except sqlite3.Error as error:
+            raise describe_error(self.path, error, writing=writing) from error
+
     async def _transaction(
         self,
-        work: Callable[[aiosqlite.Connection], Awaitable[T]],
+        work: Callable[[sqlite3.Connection], T],
         *,
         admission: str | None,
         begin: str,
@@ -142,38 +203,17 @@ class MailboxWriter:
             else self._admission.internal()
         )
         async with gate:
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                if is_busy(error):
-                    raise RetryableError(busy_message(begin)) from error
-                raise
-            try:
-                result = await work(self._db)
-            except BaseException:
-                await self._rollback()
-                raise
-            try:
-                await self._db.execute("COMMIT")
-            except sqlite3.OperationalError as error:
-                await self._rollback()
-                if is_busy(error):
-                    raise RetryableError(busy_message(commit)) from error
-                raise
-            return result
+            return await self._call(
+                lambda db: _in_write_transaction(db, work, begin, commit), writing=True
+            )
 
-    async def _rollback(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            if self._db.in_transaction:
-                await self._db.execute("ROLLBACK")
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """One deferred read transaction (WAL: never waits for a writer)."""
+        return await self._call(lambda db: _in_read_transaction(db, work), writing=False)
 
     async def ensure_schema(self) -> None:
-        await self._transaction(
-            lambda db: ensure_schema(db, self.path),
-            admission=None,
-            begin="beginning coordination schema setup",
-            commit="committing coordination schema setup",
-        )
+        async with self._admission.internal():
+            await self._call(lambda db: ensure_schema(db, self.path), writing=True)
 
     # ------------------------------------------------------------------ append
 
@@ -189,8 +229,16 @@ class MailboxWriter:
         topic: str | None = None,
         state_stamp: str | None = None,
         message_class: str | None = None,
+        finalizing: bool = False,
     ) -> AppendReceipt:
-        """Commit one message with the next dense sequence, or return the original receipt."""
+        """Commit one message with the next dense sequence, or return the original receipt.
+
+        With ``finalizing=True`` the caller promises to finalize the new message's
+        dispatch outcome (:meth:`record_dispatch_outcome`, or :meth:`abandon_dispatch`);
+        until then a duplicate waits for it, outside the writer slot, up to the request
+        deadline, then fails retryable. Without it there is no live finalizer and a
+        duplicate of an unfinalized row gets ``durableButNotWoken`` at once.
+        """
         validate_append(
             sender_session_id=sender_session_id,
             target_session_id=target_session_id,
@@ -200,9 +248,10 @@ class MailboxWriter:
             state_stamp=state_stamp,
             message_class=message_class,
         )
+        started = asyncio.get_running_loop().time()
 
-        async def work(db: aiosqlite.Connection) -> AppendReceipt:
-            existing = await _one(
+        def work(db: sqlite3.Connection) -> AppendReceipt:
+            existing = _one(
                 db,
                 "SELECT mailbox_id, id, sequence, target_session_id, body, topic, state_stamp, "
                 "unread_depth_at_append, dispatch_outcome FROM mailbox_messages "
@@ -215,17 +264,15 @@ class MailboxWriter:
                         f"idempotency key `{idempotency_key}` was already used for a "
                         "different mailbox message"
                     )
-                # No live finalizer survives a process: a NULL outcome resolves to the
-                # append-boundary receipt.
                 return AppendReceipt(
                     mailbox_id=existing[0],
                     message_id=existing[1],
                     sequence=existing[2],
                     unread_depth=existing[7],
-                    notification_disposition=existing[8] or DURABLE_BUT_NOT_WOKEN,
+                    notification_disposition=existing[8] or "",
                     duplicate=True,
                 )
-            return await self._insert_message(
+            receipt = self._insert_message(
                 db,
                 sender_session_id=sender_session_id,
                 sender_name=sender_name,
@@ -236,17 +283,46 @@ class MailboxWriter:
                 topic=topic,
                 state_stamp=state_stamp,
             )
+            if finalizing:  # registered before COMMIT, so no duplicate can miss it
+                self._admission.pending.add(receipt.message_id)
+            return receipt
 
-        return await self._transaction(
+        receipt = await self._transaction(
             work,
             admission="waiting to begin mailbox append",
             begin="beginning mailbox append",
             commit="committing mailbox append",
         )
+        if not receipt.duplicate:
+            if finalizing:
+                self._registered.add(receipt.message_id)
+            return receipt
+        if receipt.notification_disposition:
+            return receipt
+        # The original has no outcome yet: wait for its finalizer without the slot.
+        remaining = self._deadline - (asyncio.get_running_loop().time() - started)
+        outcome = await self._final_outcome(receipt.message_id, remaining)
+        return receipt.model_copy(update={"notification_disposition": outcome})
 
-    async def _insert_message(
+    async def _final_outcome(self, message_id: str, remaining: float) -> str:
+        if not await self._admission.wait_finalized(message_id, remaining):
+            raise RetryableError(
+                "mailbox dispatch outcome is still finalizing; the original mailbox append "
+                "is durable and replaying the same idempotency key is safe"
+            )
+        row = await self._read(
+            lambda db: _one(
+                db, "SELECT dispatch_outcome FROM mailbox_messages WHERE id = ?", (message_id,)
+            )
+        )
+        if row is None:
+            raise NotFoundError(f"mailbox message `{message_id}` disappeared during dispatch")
+        # No live finalizer (e.g. after a restart): the append-boundary receipt.
+        return row[0] or DURABLE_BUT_NOT_WOKEN
+
+    def _insert_message(
         self,
-        db: aiosqlite.Connection,
+        db: sqlite3.Connection,
         *,
         sender_session_id: str,
         sender_name: str,
@@ -259,10 +335,10 @@ class MailboxWriter:
     ) -> AppendReceipt:
         now = self._now()
         key = participant_key(sender_session_id, target_session_id)
-        row = await _one(db, "SELECT id FROM mailboxes WHERE participant_key = ?", (key,))
+        row = _one(db, "SELECT id FROM mailboxes WHERE participant_key = ?", (key,))
         if row is None:
             mailbox_id = mailbox_id_from(self._new_id())
-            await db.execute(
+            db.execute(
                 "INSERT INTO mailboxes(id, participant_key, created_at, next_sequence) "
                 "VALUES(?, ?, ?, 1)",
                 (mailbox_id, key, now),
@@ -273,22 +349,20 @@ class MailboxWriter:
             (sender_session_id, sender_name),
             (target_session_id, target_name),
         ):
-            await db.execute(
+            db.execute(
                 "INSERT INTO mailbox_participants(mailbox_id, session_id, display_name, "
                 "processed_through, joined_at, left_at) VALUES(?, ?, ?, 0, ?, NULL) "
                 "ON CONFLICT(mailbox_id, session_id) DO UPDATE SET display_name = "
                 "excluded.display_name",
                 (mailbox_id, session_id, name, now),
             )
-        sequence = (
-            await _one(
-                db,
-                "UPDATE mailboxes SET next_sequence = next_sequence + 1 WHERE id = ? "
-                "RETURNING next_sequence - 1",
-                (mailbox_id,),
-            )
+        sequence = _one(
+            db,
+            "UPDATE mailboxes SET next_sequence = next_sequence + 1 WHERE id = ? "
+            "RETURNING next_sequence - 1",
+            (mailbox_id,),
         )[0]
-        cursor_row = await _one(
+        cursor_row = _one(
             db,
             "SELECT processed_through FROM mailbox_participants "
             "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL",
@@ -296,16 +370,14 @@ class MailboxWriter:
         )
         if cursor_row is None:
             raise ConflictError("target session is a departed mailbox participant")
-        unread_depth = (
-            await _one(
-                db,
-                "SELECT COUNT(*) + 1 FROM mailbox_messages WHERE mailbox_id = ? "
-                "AND target_session_id = ? AND sequence > ?",
-                (mailbox_id, target_session_id, cursor_row[0]),
-            )
+        unread_depth = _one(
+            db,
+            "SELECT COUNT(*) + 1 FROM mailbox_messages WHERE mailbox_id = ? "
+            "AND target_session_id = ? AND sequence > ?",
+            (mailbox_id, target_session_id, cursor_row[0]),
         )[0]
         message_id = message_id_from(self._new_id())
-        await db.execute(
+        db.execute(
             "INSERT INTO mailbox_messages(id, mailbox_id, sequence, sender_session_id, "
             "sender_name, target_session_id, target_name, created_at, class, topic, "
             "state_stamp, body, idempotency_key, unread_depth_at_append, "
@@ -331,7 +403,7 @@ class MailboxWriter:
         # The sender's cursor follows its own message only when it was already
         # caught up to the message just before it, so no unread peer message is
         # silently consumed by an unrelated send.
-        await db.execute(
+        db.execute(
             "UPDATE mailbox_participants SET processed_through = ? "
             "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL "
             "AND processed_through = ? - 1",
@@ -352,7 +424,8 @@ class MailboxWriter:
         """Record the immutable receipt outcome once; returns the authoritative outcome.
 
         The mutable state advances only while it is still ``durableButNotWoken``,
-        so a recovery or delivery that already happened is never regressed.
+        so a recovery or delivery that already happened is never regressed. Ends the
+        pending finalization that duplicates of this message wait for.
         """
         if outcome not in DISPATCH_OUTCOMES:
             raise ValidationError(
@@ -360,32 +433,41 @@ class MailboxWriter:
                 + ", ".join(DISPATCH_OUTCOMES)
             )
 
-        async def work(db: aiosqlite.Connection) -> str:
-            cursor = await db.execute(
+        def work(db: sqlite3.Connection) -> str:
+            cursor = db.execute(
                 "UPDATE mailbox_messages SET dispatch_outcome = ? "
                 "WHERE id = ? AND dispatch_outcome IS NULL",
                 (outcome, message_id),
             )
             if cursor.rowcount == 0:
-                row = await _one(
+                row = _one(
                     db, "SELECT dispatch_outcome FROM mailbox_messages WHERE id = ?", (message_id,)
                 )
                 if row is None:
                     raise NotFoundError(f"mailbox message `{message_id}` does not exist")
                 return str(row[0])
-            await db.execute(
+            db.execute(
                 "UPDATE mailbox_messages SET notification_disposition = ? "
                 "WHERE id = ? AND notification_disposition = ?",
                 (outcome, message_id, DURABLE_BUT_NOT_WOKEN),
             )
             return outcome
 
-        return await self._transaction(
-            work,
-            admission=None,
-            begin="beginning initial mailbox dispatch outcome update",
-            commit="committing initial mailbox dispatch outcome update",
-        )
+        try:
+            return await self._transaction(
+                work,
+                admission=None,
+                begin="beginning initial mailbox dispatch outcome update",
+                commit="committing initial mailbox dispatch outcome update",
+            )
+        finally:
+            self.abandon_dispatch(message_id)
+
+    def abandon_dispatch(self, message_id: str) -> None:
+        """End a pending finalization without an outcome (waiting duplicates then read
+        ``durableButNotWoken``, as after a restart)."""
+        self._registered.discard(message_id)
+        self._admission.finish(message_id)
 
     async def mark_recovered_through(
         self, session_id: str, mailbox_id: str, sequence: int, boot: bool = False
@@ -425,12 +507,8 @@ class MailboxWriter:
         )
 
     async def _update_count(self, sql: str, params: Any, *, admission: str | None) -> int:
-        async def work(db: aiosqlite.Connection) -> int:
-            cursor = await db.execute(sql, params)
-            return cursor.rowcount
-
         return await self._transaction(
-            work,
+            lambda db: db.execute(sql, params).rowcount,
             admission=admission,
             begin="beginning a mailbox lifecycle update",
             commit="committing a mailbox lifecycle update",
@@ -438,12 +516,11 @@ class MailboxWriter:
 
     async def wakeups_for_session(self, session_id: str, boot: bool = False) -> list[UnreadWakeup]:
         """Mailboxes needing a wake: never-woken pass capped at 16, boot pass unbounded."""
+        unread = queries.UNREAD_FOR.format(
+            mailbox="m.id", cursor="mine.processed_through", session=":s"
+        )
         sql = f"""
-            SELECT m.id, message.id, message.sequence,
-              (SELECT COUNT(*) FROM mailbox_messages unread
-               WHERE unread.mailbox_id = m.id AND unread.target_session_id = :s
-                 AND unread.sequence > mine.processed_through
-                 AND COALESCE(unread.topic, '') != :ctl),
+            SELECT m.id, message.id, message.sequence, ({unread}),
               message.sender_session_id, message.sender_name
             FROM mailboxes m
             JOIN mailbox_participants mine
@@ -454,14 +531,13 @@ class MailboxWriter:
                 WHERE candidate.mailbox_id = m.id
                   AND candidate.sequence > mine.processed_through
                   AND candidate.target_session_id = :s
-                  AND COALESCE(candidate.topic, '') != :ctl
+                  AND {queries.NOT_CONTROL.format(t="candidate.")}
                   AND (:boot = 1 OR candidate.notification_disposition = '{DURABLE_BUT_NOT_WOKEN}'))
             ORDER BY message.created_at DESC, m.id
             LIMIT CASE WHEN :boot = 1 THEN -1 ELSE {NEVER_WOKEN_PASS_CAP} END
         """
         params = {"s": session_id, "ctl": CONTROL_TOPIC, "boot": 1 if boot else 0}
-        async with self._db.execute(sql, params) as cursor:
-            rows = await cursor.fetchall()
+        rows = await self._read(lambda db: db.execute(sql, params).fetchall())
         return [
             UnreadWakeup(
                 mailbox_id=row[0],
@@ -476,19 +552,17 @@ class MailboxWriter:
 
     async def list_mailboxes(self, session_id: str) -> list[MailboxSummary]:
         """The caller's own summaries (its ``processedThrough`` is the next CAS's expected value)."""
-        await self._db.execute("BEGIN")
-        try:
-            return await queries.summaries(self._db, session_id)
-        finally:
-            await self._db.execute("ROLLBACK")
+        return await self._read(lambda db: queries.summaries(db, session_id))
 
     async def processed_through(self, session_id: str, mailbox_id: str) -> int:
         """The caller's current cursor in one mailbox (0 if it is not a participant)."""
-        row = await _one(
-            self._db,
-            "SELECT processed_through FROM mailbox_participants "
-            "WHERE mailbox_id = ? AND session_id = ?",
-            (mailbox_id, session_id),
+        row = await self._read(
+            lambda db: _one(
+                db,
+                "SELECT processed_through FROM mailbox_participants "
+                "WHERE mailbox_id = ? AND session_id = ?",
+                (mailbox_id, session_id),
+            )
         )
         return 0 if row is None else int(row[0])
 
@@ -511,11 +585,9 @@ class MailboxWriter:
         if processed_through < expected_processed_through:
             raise ValidationError("mailbox acknowledgement cannot move backwards")
 
-        async def work(db: aiosqlite.Connection) -> MailboxSummary:
-            await queries.require_participant(db, mailbox_id, session_id)
-            row = await _one(
-                db, "SELECT next_sequence - 1 FROM mailboxes WHERE id = ?", (mailbox_id,)
-            )
+        def work(db: sqlite3.Connection) -> MailboxSummary:
+            queries.require_participant(db, mailbox_id, session_id)
+            row = _one(db, "SELECT next_sequence - 1 FROM mailboxes WHERE id = ?", (mailbox_id,))
             if row is None:
                 raise NotFoundError("mailbox not found")
             latest = row[0]
@@ -523,14 +595,14 @@ class MailboxWriter:
                 raise ValidationError(
                     f"mailbox acknowledgement {processed_through} exceeds latest sequence {latest}"
                 )
-            cursor = await db.execute(
+            cursor = db.execute(
                 "UPDATE mailbox_participants SET processed_through = ? "
                 "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL "
                 "AND processed_through = ?",
                 (processed_through, mailbox_id, session_id, expected_processed_through),
             )
             if cursor.rowcount == 0:
-                current = await _one(
+                current = _one(
                     db,
                     "SELECT processed_through FROM mailbox_participants "
                     "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL",
@@ -543,7 +615,7 @@ class MailboxWriter:
                         "mailbox acknowledgement conflict: processedThrough no longer equals "
                         f"{expected_processed_through}"
                     )
-            found = await queries.summaries(db, session_id, mailbox_id)
+            found = queries.summaries(db, session_id, mailbox_id)
             if not found:
                 raise NotFoundError("mailbox not found while acknowledging")
             return found[0]
@@ -559,31 +631,37 @@ class MailboxWriter:
 
     async def mark_session_left(self, session_id: str) -> int:
         """Deliberate session deletion: set ``left_at`` once (a second delete keeps the first)."""
-
-        async def work(db: aiosqlite.Connection) -> int:
-            cursor = await db.execute(
-                "UPDATE mailbox_participants SET left_at = COALESCE(left_at, ?) "
-                "WHERE session_id = ?",
-                (self._now(), session_id),
-            )
-            return cursor.rowcount
-
         return await self._transaction(
-            work, admission=None, begin="marking a session left", commit="marking a session left"
+            lambda db: (
+                db.execute(
+                    "UPDATE mailbox_participants SET left_at = COALESCE(left_at, ?) "
+                    "WHERE session_id = ?",
+                    (self._now(), session_id),
+                ).rowcount
+            ),
+            admission=None,
+            begin="marking a session left",
+            commit="marking a session left",
         )
 
     async def reactivate_session(self, session_id: str) -> list[tuple[str, str]]:
-        """Clear stale ``left_at`` markers; returns exactly the (mailbox_id, left_at) cleared."""
+        """Clear stale ``left_at`` markers; returns exactly the (mailbox_id, left_at) cleared.
 
-        async def work(db: aiosqlite.Connection) -> list[tuple[str, str]]:
-            async with db.execute(
-                "SELECT mailbox_id, left_at FROM mailbox_participants "
-                "WHERE session_id = ? AND left_at IS NOT NULL ORDER BY mailbox_id",
-                (session_id,),
-            ) as cursor:
-                rows = [(row[0], row[1]) for row in await cursor.fetchall()]
+        As TermAl does, a read-only check comes first: with nothing departed it returns
+        at once without asking for the writer slot (so it succeeds while another
+        process holds the write lock).
+        """
+        departed_sql = (
+            "SELECT mailbox_id, left_at FROM mailbox_participants "
+            "WHERE session_id = ? AND left_at IS NOT NULL ORDER BY mailbox_id"
+        )
+        if not await self._read(lambda db: _one(db, departed_sql, (session_id,))):
+            return []
+
+        def work(db: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = [(row[0], row[1]) for row in db.execute(departed_sql, (session_id,))]
             if rows:
-                await db.execute(
+                db.execute(
                     "UPDATE mailbox_participants SET left_at = NULL "
                     "WHERE session_id = ? AND left_at IS NOT NULL",
                     (session_id,),
@@ -604,13 +682,12 @@ class MailboxWriter:
         if not cleared:
             return
 
-        async def work(db: aiosqlite.Connection) -> None:
-            for mailbox_id, left_at in cleared:
-                await db.execute(
-                    "UPDATE mailbox_participants SET left_at = ? "
-                    "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL",
-                    (left_at, mailbox_id, session_id),
-                )
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany(
+                "UPDATE mailbox_participants SET left_at = ? "
+                "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL",
+                [(left_at, mailbox_id, session_id) for mailbox_id, left_at in cleared],
+            )
 
         await self._transaction(
             work,
@@ -654,6 +731,7 @@ class MailboxWriter:
             idempotency_key=review_idempotency_key(delegation_id, attempt),
             topic=CONTROL_TOPIC,
             state_stamp=review_state_stamp(delegation_id, attempt),
+            finalizing=True,
         )
         if receipt.duplicate:
             return receipt
@@ -661,6 +739,9 @@ class MailboxWriter:
         return receipt.model_copy(update={"notification_disposition": outcome})
 
     async def close(self) -> None:
+        # No finalizer survives the writer: pending outcomes resolve as after a restart.
+        for message_id in list(self._registered):
+            self.abandon_dispatch(message_id)
         await self._db.close()
 
 
@@ -679,4 +760,4 @@ async def open_writer(
         await writer.ensure_schema()
         yield writer
     finally:
-        await db.close()
+        await writer.close()
