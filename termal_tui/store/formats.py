@@ -117,9 +117,20 @@ def split_whitespace(text: str) -> list[str]:
     return [word for word in _WHITE_SPACE_RUN.split(text) if word]
 
 
+# Python's \s is a superset of Unicode White_Space: text with no whitespace but
+# single inner spaces has nothing for split_whitespace to collapse (``preview``'s fast path).
+_OTHER_WHITESPACE: Final = re.compile(r"[^\S ]")
+
+
 def preview(body: str) -> str:
     """TermAl's ``mailbox_preview``: collapse whitespace, keep 160 chars, then ``…``."""
-    single_line = " ".join(split_whitespace(body))
+    needs_collapse = (
+        body.startswith(" ")
+        or body.endswith(" ")
+        or "  " in body
+        or _OTHER_WHITESPACE.search(body) is not None
+    )
+    single_line = " ".join(split_whitespace(body)) if needs_collapse else body
     if len(single_line) > PREVIEW_CHARS:
         return single_line[:PREVIEW_CHARS] + "…"
     return single_line

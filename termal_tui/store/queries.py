@@ -15,16 +15,26 @@ failing the whole read.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any, Final
 
-from termal_tui.models import CONTROL_TOPIC, MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.models import (
+    CONTROL_TOPIC,
+    MailboxMessage,
+    MailboxParticipant,
+    MailboxSummary,
+    trusted,
+)
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.formats import PREVIEW_CHARS, preview
 
 MAX_SEQUENCE: Final = 2**63 - 1
-_PREVIEW_PREFIX_BYTES: Final = 4096
+_PREVIEW_PREFIX_BYTES: Final = 1024
 
 # ---------------------------------------------------------------- SQL fragments
 # Each is written once and reused by the reader, the writer and the summaries.
@@ -73,6 +83,7 @@ _FIELDS: Final = (
     "unread_depth_at_append",
     "notification_state",
     "dispatch_outcome",
+    "unreadable",
 )
 _OPTIONAL_TEXT: Final = frozenset({"topic", "state_stamp", "dispatch_outcome"})
 _INTEGER: Final = frozenset({"sequence", "unread_depth_at_append"})
@@ -84,7 +95,8 @@ def message_columns(has_dispatch_outcome: bool) -> str:
         check = "AND typeof(dispatch_outcome) IN ('text', 'null')"
     else:
         tail, check = "NULL AS dispatch_outcome", ""
-    return f"{_BASE_COLUMNS}, {tail}, {_CLEAN.format(outcome_check=check)}, rowid"
+    # Column 16 is the ``unreadable`` reason (NULL for a trusted row), 17 the type flag.
+    return f"{_BASE_COLUMNS}, {tail}, NULL, {_CLEAN.format(outcome_check=check)}, rowid"
 
 
 def visibility(viewer: str | None) -> tuple[str, dict[str, Any]]:
@@ -137,8 +149,8 @@ def _complete_utf8_prefix(data: bytes) -> bytes:
 
 def row_to_message(row: Any) -> MailboxMessage:
     """A message row; trusted rows (SQLite's type flag) are built without re-validation."""
-    if row[16] == 1:
-        return MailboxMessage.model_construct(**dict(zip(_FIELDS, row[:16], strict=True)))
+    if row[17] == 1:
+        return trusted(MailboxMessage, dict(zip(_FIELDS, row, strict=False)))
     return _salvage(row)
 
 
@@ -146,7 +158,7 @@ def _salvage(row: Any) -> MailboxMessage:
     """Build what can be shown of an ill-typed row; ``unreadable`` says why it is not a message."""
     values: dict[str, Any] = {}
     fatal: list[str] = []
-    for name, value in zip(_FIELDS, row[:16], strict=True):
+    for name, value in zip(_FIELDS[:16], row[:16], strict=True):
         if name in _INTEGER:
             if isinstance(value, int) and not isinstance(value, bool):
                 values[name] = value
@@ -162,10 +174,10 @@ def _salvage(row: Any) -> MailboxMessage:
         else:
             values[name] = as_text(value)
     if not values["id"]:
-        values["id"] = f"unreadable-rowid-{row[17]}"
+        values["id"] = f"unreadable-rowid-{row[18]}"
         fatal.append("the message id is missing")
-    reason = "; ".join(fatal) if fatal else None
-    return MailboxMessage.model_construct(**values, unreadable=reason)
+    values["unreadable"] = "; ".join(fatal) if fatal else None
+    return trusted(MailboxMessage, values)
 
 
 def fetch_messages(db: sqlite3.Connection, sql: str, params: Any) -> list[MailboxMessage]:
@@ -200,6 +212,34 @@ def authorize(db: sqlite3.Connection, mailbox_id: str, viewer: str | None) -> No
 # ------------------------------------------------------------------- messages
 
 
+# The session's participation, folded into a message query so an authorized read is
+# one statement (its own snapshot, no BEGIN/ROLLBACK); an empty result is then
+# explained by ``authorize``.
+_PARTICIPATING: Final = (
+    " AND EXISTS (SELECT 1 FROM mailbox_participants me WHERE me.mailbox_id = {mailbox} "
+    "AND me.session_id = :viewer AND me.left_at IS NULL)"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _message_query(where: str, order: str, per_session: bool, outcome: bool) -> str:
+    predicate, _ = visibility(":viewer" if per_session else None)
+    folded = _PARTICIPATING.format(mailbox="mailbox_messages.mailbox_id") if per_session else ""
+    return (
+        f"SELECT {message_columns(outcome)} FROM mailbox_messages "
+        f"WHERE {where} AND {predicate}{folded} {order}"
+    )
+
+
+def _authorized_rows(
+    db: sqlite3.Connection, sql: str, params: dict[str, Any], mailbox_id: str, viewer: str | None
+) -> list[MailboxMessage]:
+    rows = fetch_messages(db, sql, params)
+    if not rows:
+        authorize(db, mailbox_id, viewer)
+    return rows
+
+
 def fetch_range(
     db: sqlite3.Connection,
     mailbox_id: str,
@@ -208,14 +248,15 @@ def fetch_range(
     viewer: str | None,
     has_dispatch_outcome: bool,
 ) -> list[MailboxMessage]:
-    predicate, params = visibility(viewer)
-    sql = (
-        f"SELECT {message_columns(has_dispatch_outcome)} FROM mailbox_messages "
-        f"WHERE mailbox_id = :mid AND sequence > :after AND {predicate} "
-        "ORDER BY sequence LIMIT :limit"
+    """TermAl's read: ascending above ``after_sequence``; NotFoundError if not authorized."""
+    sql = _message_query(
+        "mailbox_id = :mid AND sequence > :after",
+        "ORDER BY sequence LIMIT :limit",
+        viewer,
+        has_dispatch_outcome,
     )
-    params |= {"mid": mailbox_id, "after": after_sequence, "limit": limit}
-    return fetch_messages(db, sql, params)
+    params = visibility(viewer)[1] | {"mid": mailbox_id, "after": after_sequence, "limit": limit}
+    return _authorized_rows(db, sql, params, mailbox_id, viewer)
 
 
 def fetch_newest_first(
@@ -227,32 +268,35 @@ def fetch_newest_first(
     has_dispatch_outcome: bool,
 ) -> list[MailboxMessage]:
     """Up to ``limit`` visible rows below ``before_sequence``, newest first (keyset)."""
-    predicate, params = visibility(viewer)
-    sql = (
-        f"SELECT {message_columns(has_dispatch_outcome)} FROM mailbox_messages "
-        f"WHERE mailbox_id = :mid AND sequence < :before AND {predicate} "
-        "ORDER BY sequence DESC LIMIT :limit"
+    sql = _message_query(
+        "mailbox_id = :mid AND sequence < :before",
+        "ORDER BY sequence DESC LIMIT :limit",
+        viewer,
+        has_dispatch_outcome,
     )
     before = MAX_SEQUENCE if before_sequence is None else before_sequence
-    params |= {"mid": mailbox_id, "before": before, "limit": limit}
-    return fetch_messages(db, sql, params)
+    params = visibility(viewer)[1] | {"mid": mailbox_id, "before": before, "limit": limit}
+    return _authorized_rows(db, sql, params, mailbox_id, viewer)
 
 
 def fetch_message(
     db: sqlite3.Connection, message_id: str, viewer: str | None, has_dispatch_outcome: bool
 ) -> MailboxMessage:
-    predicate, params = visibility(viewer)
-    sql = (
-        f"SELECT {message_columns(has_dispatch_outcome)} FROM mailbox_messages "
-        f"WHERE id = :id AND {predicate}"
+    params = visibility(viewer)[1] | {"id": message_id}
+    rows = fetch_messages(
+        db, _message_query("id = :id", "", viewer is not None, has_dispatch_outcome), params
     )
-    rows = fetch_messages(db, sql, params | {"id": message_id})
-    if not rows:
+    if rows:
+        return rows[0]
+    # Say why: no such visible message, or not a participant of its mailbox.
+    rows = fetch_messages(db, _message_query("id = :id", "", False, has_dispatch_outcome), params)
+    if not rows or (
+        viewer is not None and rows[0].is_control and rows[0].target_session_id == viewer
+    ):
         raise NotFoundError("mailbox message not found")
-    message = rows[0]
     if viewer is not None:
-        require_participant(db, message.mailbox_id, viewer)
-    return message
+        require_participant(db, rows[0].mailbox_id, viewer)
+    raise NotFoundError("mailbox message not found")
 
 
 # ------------------------------------------------------------------ summaries
@@ -297,24 +341,28 @@ WHERE (:mid IS NULL OR m.id = :mid)
 ORDER BY latest.created_at DESC, m.id
 """
 
-_PARTICIPANT_COLUMNS: Final = (
-    "mailbox_id, session_id, display_name, processed_through, left_at, "
-    "(typeof(session_id) = 'text' AND typeof(display_name) = 'text' "
-    "AND typeof(processed_through) = 'integer' AND typeof(left_at) IN ('text', 'null'))"
-)
+_PARTICIPANT_COLUMNS: Final = "mailbox_id, session_id, display_name, processed_through, left_at"
+# Above this many mailboxes one ordered scan of every participant beats an IN list.
+_PARTICIPANT_IN_LIMIT: Final = 500
 
 
-def _participant(row: Any) -> MailboxParticipant:
-    if row[5] == 1:
-        return MailboxParticipant.model_construct(
-            session_id=row[1], display_name=row[2], processed_through=row[3], left_at=row[4]
-        )
-    cursor = row[3] if isinstance(row[3], int) else 0
-    return MailboxParticipant.model_construct(
-        session_id=as_text(row[1]),
-        display_name=as_text(row[2]),
-        processed_through=cursor,
-        left_at=as_optional_text(row[4]),
+def _participant(session: Any, name: Any, cursor: Any, left_at: Any) -> MailboxParticipant:
+    if not (
+        type(session) is str
+        and type(name) is str
+        and type(cursor) is int
+        and (left_at is None or type(left_at) is str)
+    ):
+        session, name, left_at = as_text(session), as_text(name), as_optional_text(left_at)
+        cursor = cursor if type(cursor) is int else 0
+    return trusted(
+        MailboxParticipant,
+        {
+            "session_id": session,
+            "display_name": name,
+            "processed_through": cursor,
+            "left_at": left_at,
+        },
     )
 
 
@@ -324,11 +372,12 @@ def participants(
     grouped: dict[str, list[MailboxParticipant]] = defaultdict(list)
     if not mailbox_ids:
         return grouped
-    if len(mailbox_ids) == 1:
+    if len(mailbox_ids) <= _PARTICIPANT_IN_LIMIT:
+        marks = ", ".join("?" * len(mailbox_ids))
         rows = db.execute(
             f"SELECT {_PARTICIPANT_COLUMNS} FROM mailbox_participants "
-            "WHERE mailbox_id = ? ORDER BY session_id",
-            (mailbox_ids[0],),
+            f"WHERE mailbox_id IN ({marks}) ORDER BY mailbox_id, session_id",
+            mailbox_ids,
         ).fetchall()
     else:
         rows = db.execute(
@@ -336,9 +385,13 @@ def participants(
             "ORDER BY mailbox_id, session_id"
         ).fetchall()
     wanted = set(mailbox_ids)
-    for row in rows:
-        if row[0] in wanted:
-            grouped[row[0]].append(_participant(row))
+    current_id: Any = None
+    current: list[MailboxParticipant] = []
+    for mailbox_id, session, name, cursor, left_at in rows:
+        if mailbox_id != current_id:
+            current_id = mailbox_id
+            current = grouped[mailbox_id] if mailbox_id in wanted else []
+        current.append(_participant(session, name, cursor, left_at))
     return grouped
 
 
@@ -363,17 +416,37 @@ def summaries(
     if viewer is not None:
         params["viewer"] = viewer
     rows = db.execute(sql, params).fetchall()
+    with pause_gc():
+        return _build_summaries(db, rows)
+
+
+@contextlib.contextmanager
+def pause_gc() -> Iterator[None]:
+    """Building tens of thousands of acyclic objects: keep the cycle collector out of it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build_summaries(db: sqlite3.Connection, rows: list[Any]) -> list[MailboxSummary]:
     by_mailbox = participants(db, [row[0] for row in rows])
     result = []
     for mid, latest_sequence, unread, prefix, length, latest_at, rowid in rows:
         result.append(
-            MailboxSummary.model_construct(
-                id=as_text(mid),
-                participants=by_mailbox.get(mid, []),
-                latest_sequence=latest_sequence,
-                unread_count=unread,
-                latest_message_preview=_preview(db, rowid, prefix, length),
-                latest_message_at=as_optional_text(latest_at),
+            trusted(
+                MailboxSummary,
+                {
+                    "id": mid if type(mid) is str else as_text(mid),
+                    "participants": by_mailbox.get(mid, []),
+                    "latest_sequence": latest_sequence,
+                    "unread_count": unread,
+                    "latest_message_preview": _preview(db, rowid, prefix, length),
+                    "latest_message_at": as_optional_text(latest_at),
+                },
             )
         )
     return result

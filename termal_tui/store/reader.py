@@ -26,7 +26,7 @@ from typing import Final, TypeVar
 
 import aiosqlite
 
-from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage
+from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import queries
 from termal_tui.store.connection import (
     connect_read_only,
@@ -49,23 +49,32 @@ def _check_count(name: str, value: object) -> int:
     return value
 
 
-def _in_read_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    """On the connection's thread: BEGIN, work, ROLLBACK; invalid UTF-8 retried with U+FFFD."""
+def _read(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], single: bool) -> T:
+    """On the connection's thread: ``work`` in one read transaction (BEGIN … ROLLBACK),
+    or bare when it is ``single`` (one statement is its own snapshot)."""
+    if single:
+        return work(conn)
     conn.execute("BEGIN")
     try:
         return work(conn)
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _in_read_transaction(
+    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], single: bool = False
+) -> T:
+    """Run ``work`` as one snapshot; a file holding invalid UTF-8 is read again with every
+    text value decoded visibly (the slow path, only for such files)."""
+    try:
+        return _read(conn, work, single)
     except sqlite3.OperationalError as error:
         if _UNDECODABLE not in str(error):
             raise
-    finally:
-        conn.execute("ROLLBACK")
-    # Slow path, only for files holding invalid UTF-8: decode every text value visibly.
     conn.text_factory = queries.decode_text
-    conn.execute("BEGIN")
     try:
-        return work(conn)
+        return _read(conn, work, single)
     finally:
-        conn.execute("ROLLBACK")
         conn.text_factory = str
 
 
@@ -87,11 +96,11 @@ class MailboxReader:
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
 
-    async def _snapshot(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` inside one deferred read transaction in one thread hop."""
+    async def _snapshot(self, work: Callable[[sqlite3.Connection], T], single: bool = False) -> T:
+        """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""
         try:
             async with self._lock:
-                return await run(self._db, lambda conn: _in_read_transaction(conn, work))
+                return await run(self._db, lambda conn: _in_read_transaction(conn, work, single))
         except sqlite3.Error as error:
             raise describe_error(self.path, error) from error
 
@@ -121,10 +130,9 @@ class MailboxReader:
         outcome = self.schema.has_dispatch_outcome
 
         def work(db: sqlite3.Connection) -> list[MailboxMessage]:
-            queries.authorize(db, mailbox_id, session_id)
             return queries.fetch_range(db, mailbox_id, after, count, session_id, outcome)
 
-        return await self._snapshot(work)
+        return await self._snapshot(work, single=True)
 
     async def read_page(
         self,
@@ -140,18 +148,17 @@ class MailboxReader:
         outcome = self.schema.has_dispatch_outcome
 
         def work(db: sqlite3.Connection) -> MessagePage:
-            queries.authorize(db, mailbox_id, session_id)
             rows = queries.fetch_newest_first(
                 db, mailbox_id, before_sequence, count + 1, session_id, outcome
             )
-            return MessagePage.model_construct(messages=rows[:count], has_older=len(rows) > count)
+            return trusted(MessagePage, {"messages": rows[:count], "has_older": len(rows) > count})
 
-        return await self._snapshot(work)
+        return await self._snapshot(work, single=True)
 
     async def read_message(self, message_id: str, session_id: str | None = None) -> MailboxMessage:
         outcome = self.schema.has_dispatch_outcome
         return await self._snapshot(
-            lambda db: queries.fetch_message(db, message_id, session_id, outcome)
+            lambda db: queries.fetch_message(db, message_id, session_id, outcome), single=True
         )
 
     async def session_ids(self) -> list[str]:
