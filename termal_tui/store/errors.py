@@ -17,6 +17,13 @@ class ValidationError(StoreError):
     http_status = 400
 
 
+class UnprocessableError(ValidationError):
+    """The request is not well-formed JSON for its type (TermAl's 422: unknown or missing
+    field, wrong type, integer out of range)."""
+
+    http_status = 422
+
+
 class ConflictError(StoreError):
     http_status = 409
 

@@ -29,6 +29,7 @@ from termal_tui.models import (
 )
 from termal_tui.review import (
     ReviewResult,
+    ReviewResultJSONError,
     build_envelope,
     parse_review_result,
     review_idempotency_key,
@@ -46,6 +47,7 @@ from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
     RetryableError,
+    UnprocessableError,
     ValidationError,
     busy_message,
 )
@@ -720,6 +722,8 @@ class MailboxWriter:
                 child_session_id=child_session_id,
                 attempt=attempt,
             )
+        except ReviewResultJSONError as error:
+            raise UnprocessableError(str(error)) from None
         except ValueError as error:
             raise ValidationError(str(error)) from None
         receipt = await self.append(
