@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from termal_tui import __version__
-from termal_tui.store.errors import NotFoundError, StoreError
+from termal_tui.sanitize import quote, visible_line
+from termal_tui.store.errors import NotFoundError, RetryableError, StoreError
 from termal_tui.store.reader import open_reader
 
 EXIT_USAGE = 2
@@ -66,17 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
 async def _validate(path: Path, mailbox: str | None, session: str | None) -> None:
     async with open_reader(path) as reader:
         if session is not None and session not in await reader.session_ids():
-            raise NotFoundError(f"no mailbox participant has session id {session!r}.")
+            raise NotFoundError(f"no mailbox participant has session id {quote(session)}.")
         if mailbox is not None:
             try:
                 await reader.get_mailbox(mailbox, session)
             except NotFoundError:
-                viewer = f" for session {session!r}" if session else ""
-                raise NotFoundError(f"no visible mailbox with id {mailbox!r}{viewer}.") from None
+                viewer = f" for session {quote(session)}" if session else ""
+                raise NotFoundError(
+                    f"no visible mailbox with id {quote(mailbox)}{viewer}."
+                ) from None
 
 
 def _fail(message: str) -> int:
-    print(f"termal-tui: error: {message}", file=sys.stderr)
+    """One sentence on stderr; anything quoted from the database is made visible and capped."""
+    print(f"termal-tui: error: {visible_line(message, 500)}", file=sys.stderr)
     return EXIT_INPUT
 
 
@@ -98,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _fail(f"{path} does not exist. Try `termal-tui --demo` to see a demo.")
         try:
             asyncio.run(_validate(path, args.mailbox, args.session))
+        except RetryableError as error:
+            # Busy (locked by another process): the viewer opens Stale and keeps trying.
+            message = visible_line(str(error).rstrip("."), 300)
+            print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
         except StoreError as error:
             return _fail(str(error).rstrip(".") + ".")
         from termal_tui.tui.app import make_app

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary, UnreadWakeup
-from termal_tui.sanitize import cap
+from termal_tui.sanitize import cap, visible_line
 from termal_tui.store.formats import parse_timestamp, preview, split_whitespace
 
 __all__ = [
@@ -120,9 +120,10 @@ def wake_prompt(wake: UnreadWakeup) -> str:
 
 
 def format_time(created_at: str) -> str:
-    """Local ``YYYY-MM-DD HH:MM:SS`` (or the raw text if it does not parse)."""
+    """Local ``YYYY-MM-DD HH:MM:SS``; text that does not parse is shown as visible
+    stand-ins (it comes from the database: an unparsable stamp may hide escapes)."""
     try:
         moment = parse_timestamp(created_at).astimezone()
-    except ValueError:
-        return created_at
+    except (ValueError, OverflowError, TypeError):
+        return visible_line(str(created_at), 40)
     return moment.strftime("%Y-%m-%d %H:%M:%S")

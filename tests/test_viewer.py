@@ -369,7 +369,7 @@ def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
     cases = [
         ((str(tmp_path / "missing.sqlite"),), "does not exist. Try `termal-tui --demo`"),
         ((str(garbage),), "is not a SQLite database"),
-        ((str(demo_db), "--mailbox", "mailbox-nope"), "no visible mailbox with id 'mailbox-nope'"),
+        ((str(demo_db), "--mailbox", "mailbox-nope"), "no visible mailbox with id `mailbox-nope`"),
         ((str(demo_db), "--session", "session-nope"), "no mailbox participant has session id"),
     ]
     for args, expected in cases:

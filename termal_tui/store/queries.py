@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import math
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterator
@@ -165,7 +166,10 @@ def _salvage(row: Any) -> MailboxMessage:
             elif isinstance(value, float) and value.is_integer():
                 values[name] = int(value)
             else:
-                values[name] = -1 if name == "sequence" else 0
+                # A REAL sequence keeps its place in the thread (floor); anything else
+                # sorts below every row.
+                placed = int(value) if isinstance(value, float) and math.isfinite(value) else -1
+                values[name] = placed if name == "sequence" else 0
                 if name == "sequence":
                     shown = "NULL" if value is None else repr(as_text(value)[:40])
                     fatal.append(f"sequence {shown} is not an integer")

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
-from termal_tui.store.errors import StoreError
+from termal_tui.store.errors import RetryableError, StoreError
 from termal_tui.store.reader import MailboxReader, open_reader
 from termal_tui.tui.commands import MailboxCommands
 from termal_tui.tui.messages import IndexFailed, IndexLoaded, OpenMailbox
@@ -29,6 +29,9 @@ from termal_tui.tui.widgets.mailbox_view import MailboxView
 
 INDEX_PANE = "index"
 DEFAULT_POLL_SECONDS = 8.0
+RETRY_OPEN_SECONDS = 2.0
+# A viewer never waits long for a lock: it shows Stale and tries again on its next tick.
+READER_BUSY_TIMEOUT_MS = 250
 
 
 class MailboxApp(App[None]):
@@ -72,11 +75,13 @@ class MailboxApp(App[None]):
         self._pane_counter = 0
         self._index_refreshing = False
         self._index_timer: Timer | None = None
+        self._retry_timer: Timer | None = None
         self.sub_title = self._subtitle()
 
     def _subtitle(self) -> str:
         viewer = f" · as {visible_line(self.session_id)}" if self.session_id else ""
-        return f"{visible_line(str(self.db_path))}{viewer} · read-only"
+        snapshot = " · snapshot" if self._reader is not None and self._reader.snapshot else ""
+        return f"{visible_line(str(self.db_path))}{viewer} · read-only{snapshot}"
 
     @property
     def reader(self) -> MailboxReader:
@@ -94,19 +99,50 @@ class MailboxApp(App[None]):
 
     async def on_mount(self) -> None:
         self.query_one(MailboxIndex).loading = True
+        await self._open_reader()
+
+    async def _open_reader(self) -> None:
+        """Open the reader; a busy (locked) file shows Stale and is retried by a timer."""
+        index = self.query_one(MailboxIndex)
         try:
-            self._reader = await self._stack.enter_async_context(open_reader(self.db_path))
-        except StoreError as error:
-            self.query_one(MailboxIndex).loading = False
-            self.query_one(MailboxIndex).set_status(
-                Content.styled(visible_line(str(error)), "$error")
+            self._reader = await self._stack.enter_async_context(
+                open_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
             )
+        except RetryableError as error:
+            index.loading = False
+            index.set_status(
+                Content.assemble(
+                    Content.styled("● Stale", "bold $error"),
+                    "  ",
+                    Content.styled(
+                        visible_line(f"{error} — retrying every {RETRY_OPEN_SECONDS:g} s", 300),
+                        "$error",
+                    ),
+                )
+            )
+            if self._retry_timer is None:
+                self._retry_timer = self.set_interval(RETRY_OPEN_SECONDS, self._retry_open)
             return
+        except StoreError as error:
+            index.loading = False
+            index.set_status(Content.styled(visible_line(str(error), 300), "$error"))
+            return
+        if self._retry_timer is not None:
+            self._retry_timer.stop()
+            self._retry_timer = None
+        if self._reader.snapshot is not None:
+            self.poll_interval = 0  # an immutable snapshot has no changes to follow
+            self.sub_title = self._subtitle()
+            self.notify(visible_line(self._reader.snapshot, 300), title="Snapshot", markup=False)
         if self.poll_interval > 0:
             self._index_timer = self.set_interval(self.poll_interval, self._poll_index)
         self.load_index()
         if self.initial_mailbox:
             self.open_mailbox(self.initial_mailbox)
+
+    async def _retry_open(self) -> None:
+        if self._reader is None:
+            await self._open_reader()
 
     async def on_unmount(self) -> None:
         await self._stack.aclose()
@@ -126,9 +162,6 @@ class MailboxApp(App[None]):
             summaries = await self.reader.list_mailboxes(self.session_id)
         except StoreError as error:
             self.post_message(IndexFailed(str(error)))
-            return
-        except Exception as error:  # keep the last good content on any failure
-            self.post_message(IndexFailed(f"{type(error).__name__}: {error}"))
             return
         finally:
             self._index_refreshing = False

@@ -7,6 +7,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
@@ -41,7 +43,8 @@ class MailboxCommands(Provider):
 
     async def discover(self) -> Hits:
         for name, callback, help_text in self._commands():
-            yield DiscoveryHit(name, callback, help=help_text)  # type: ignore[arg-type]
+            # Content, never a str: a str prompt would be parsed as markup.
+            yield DiscoveryHit(Content(name), callback, text=name, help=help_text)  # type: ignore[arg-type]
 
     async def search(self, query: str) -> Hits:
         app = self.mailbox_app
@@ -58,4 +61,17 @@ class MailboxCommands(Provider):
         for name, callback, help_text in self._commands():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)  # type: ignore[arg-type]
+                yield Hit(score, _highlight(matcher, name), callback, text=name, help=help_text)  # type: ignore[arg-type]
+
+
+def _highlight(matcher: Matcher, candidate: str) -> Content:
+    """The fuzzy match highlighted on literal text (``Matcher.highlight`` parses markup,
+    and names come from the database)."""
+    content = Content(candidate)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, candidate)
+    if not score:
+        return content
+    for offset in offsets:
+        if not candidate[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

@@ -45,7 +45,8 @@ def card(summary: MailboxSummary) -> Content:
             Content.assemble(badge, "  ", line(summary_title(summary), "bold", 80)),
             line(preview, "", 160),
             Content.styled(
-                f"{visible_line(summary.id)} · latest #{summary.latest_sequence} · {when}",
+                f"{visible_line(summary.id)} · latest #{summary.latest_sequence} · "
+                f"{visible_line(when)}",
                 "$text-muted",
             ),
         ]
@@ -74,7 +75,19 @@ def divider(item: Divider) -> Content:
     return Content.styled(f"──── {visible_line(item.label)} ────", "bold $accent")
 
 
+def unreadable_row(message: MailboxMessage) -> Content:
+    """A row another program wrote that cannot be shown as a message, marked in its place."""
+    where = f"#{message.sequence}" if message.sequence >= 0 else "without a sequence"
+    return Content.assemble(
+        Content.styled(f"⚠ unreadable row {where}", "bold $error"),
+        "  ",
+        line(f"({message.unreadable})", "$error", 160),
+    )
+
+
 def message_row(message: MailboxMessage, summary: MailboxSummary, expanded: bool) -> Content:
+    if message.unreadable:
+        return unreadable_row(message)
     processed = is_processed(message, summary.participants)
     if processed:
         status = Content.styled(f"{PROCESSED_GLYPH} Processed", "$text-muted")
@@ -90,7 +103,7 @@ def message_row(message: MailboxMessage, summary: MailboxSummary, expanded: bool
         " → ",
         line(message.target_name, base, 30),
         "  ",
-        Content.styled(format_time(message.created_at), "$text-muted"),
+        line(format_time(message.created_at), "$text-muted"),
         "  ",
         status,
     )
