@@ -19,7 +19,7 @@ import aiosqlite
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import BIG_MAILBOX, amedian_ms, big_mailbox_db, index_db, median_ms
+from common import BIG_MAILBOX, big_mailbox_db, index_db, interleaved_medians
 
 from termal_tui.models import CONTROL_TOPIC
 from termal_tui.store import open_reader, queries
@@ -30,10 +30,7 @@ PAGE_SQL = (
     "AND COALESCE(topic, '') != ? ORDER BY sequence DESC LIMIT 51"
 )
 MESSAGE_SQL = f"SELECT {COLUMNS} FROM mailbox_messages WHERE id = ? AND COALESCE(topic, '') != ?"
-PARTICIPANTS_SQL = (
-    f"SELECT {queries._PARTICIPANT_COLUMNS} FROM mailbox_participants "
-    "ORDER BY mailbox_id, session_id"
-)
+PARTICIPANTS_SQL = queries.participants_sql(with_unread=True)
 
 
 def row(name: str, ours: float, floor: float, plain: float) -> str:
@@ -56,10 +53,29 @@ async def main(big: Path, index: Path) -> None:
     ]
 
     async def measure(name, ours, sql, params, db_async, db_plain, repeat):
-        ours_ms = await amedian_ms(ours, repeat)
-        floor_ms = await amedian_ms(lambda: db_async.execute_fetchall(sql, params), repeat)
-        plain_ms = median_ms(lambda: db_plain.execute(sql, params).fetchall(), repeat)
-        lines.append(row(name, ours_ms, floor_ms, plain_ms))
+        medians = await interleaved_medians(
+            ours,
+            lambda: db_async.execute_fetchall(sql, params),
+            lambda: db_plain.execute(sql, params).fetchall(),
+            repeat,
+        )
+        lines.append(row(name, *medians))
+
+    async def measure_list(name, reader, statements, db_async, db_plain, repeat):
+        """list_mailboxes against the two statements it runs (summaries, participants
+        with their unread counts), fetched on one aiosqlite hop and on plain sqlite3."""
+
+        def run_on(conn):
+            return lambda: [conn.execute(sql, params).fetchall() for sql, params in statements]
+
+        async def floor() -> None:
+            await db_async._execute(run_on(db_async._conn))
+
+        viewer = statements[0][1].get("viewer")
+        medians = await interleaved_medians(
+            lambda: reader.list_mailboxes(viewer), floor, run_on(db_plain), repeat
+        )
+        lines.append(row(name, *medians))
 
     big_max = 2**63 - 1
     async with open_reader(big) as reader:
@@ -88,37 +104,37 @@ async def main(big: Path, index: Path) -> None:
             300,
         )
         summary_params = {"ctl": CONTROL_TOPIC, "mid": None}
-        await measure(
-            "list_mailboxes, 1 mailbox of 1,000,000 messages (summary SQL)",
-            lambda: reader.list_mailboxes(),
-            queries._HUMAN_SUMMARIES,
-            summary_params,
+        one_params = summary_params | {"m0": BIG_MAILBOX}
+        one_participants = queries.participants_sql(True, "WHERE p.mailbox_id IN (:m0)")
+        await measure_list(
+            "list_mailboxes, 1 mailbox of 1,000,000 messages",
+            reader,
+            [(queries._HUMAN_SUMMARIES, summary_params), (one_participants, one_params)],
             async_big,
             plain_big,
             15,
         )
     async with open_reader(index) as reader:
-        ours = await amedian_ms(lambda: reader.list_mailboxes(), 15)
-
-        def plain_list() -> None:
-            plain_index.execute(queries._HUMAN_SUMMARIES, summary_params).fetchall()
-            plain_index.execute(PARTICIPANTS_SQL).fetchall()
-
-        async def async_list() -> None:
-            await async_index.execute_fetchall(queries._HUMAN_SUMMARIES, summary_params)
-            await async_index.execute_fetchall(PARTICIPANTS_SQL)
-
-        floor = await amedian_ms(async_list, 15)
-        plain = median_ms(plain_list, 15)
-        lines.append(
-            row("list_mailboxes, 10,000 mailboxes (summary + participants SQL)", ours, floor, plain)
+        await measure_list(
+            "list_mailboxes, 10,000 mailboxes",
+            reader,
+            [(queries._HUMAN_SUMMARIES, summary_params), (PARTICIPANTS_SQL, summary_params)],
+            async_index,
+            plain_index,
+            15,
         )
         session_params = {"ctl": CONTROL_TOPIC, "mid": None, "viewer": "session-5000"}
-        await measure(
+        mine = [f"mailbox-{n:08d}-0000-4000-8000-000000000000" for n in (4999, 5000)]
+        await measure_list(
             "list_mailboxes as one session, 10,000 mailboxes",
-            lambda: reader.list_mailboxes("session-5000"),
-            queries._SESSION_SUMMARIES,
-            session_params,
+            reader,
+            [
+                (queries._SESSION_SUMMARIES, session_params),
+                (
+                    queries.participants_sql(False, "WHERE p.mailbox_id IN (:m0, :m1)"),
+                    {"m0": mine[0], "m1": mine[1]},
+                ),
+            ],
             async_index,
             plain_index,
             50,

@@ -134,3 +134,20 @@ async def amedian_ms(fn, repeat: int = 30) -> float:
         await fn()
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)
+
+
+async def interleaved_medians(
+    ours, floor, plain: Callable[[], object], repeat: int = 30
+) -> tuple[float, float, float]:
+    """Medians (ms) of three ways to do the same work, timed in alternation so that
+    machine noise (other processes, CPU frequency) hits all three alike."""
+    samples: tuple[list[float], list[float], list[float]] = ([], [], [])
+    for _ in range(repeat):
+        for index, fn in enumerate((ours, floor)):
+            start = time.perf_counter()
+            await fn()
+            samples[index].append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        plain()
+        samples[2].append((time.perf_counter() - start) * 1000)
+    return tuple(statistics.median(s) for s in samples)  # type: ignore[return-value]

@@ -14,6 +14,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from termal_tui.store import open_reader, open_writer
 from termal_tui.store.errors import (
@@ -471,3 +473,76 @@ async def test_a_full_disk_is_a_typed_error_and_the_file_stays_intact(writer, db
     await writer._db.execute("PRAGMA max_page_count = 1073741823")
     assert rows(db_path, "SELECT sequence FROM mailbox_messages") == [(1,)]
     assert (await send(writer, body="after")).sequence == 2
+
+
+# ------------------------------------------- the cheaper unread count, same numbers
+
+# The human view's unread count as the earlier correlated query computed it.
+REFERENCE_UNREAD = """
+SELECT m.id, (SELECT COALESCE(SUM((
+   SELECT COUNT(*) FROM mailbox_messages unread
+   WHERE unread.mailbox_id = p.mailbox_id AND unread.sequence > p.processed_through
+     AND unread.target_session_id = p.session_id AND COALESCE(unread.topic, '') != ?
+ )), 0) FROM mailbox_participants p WHERE p.mailbox_id = m.id)
+FROM mailboxes m
+"""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mailboxes=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 12), min_size=1, max_size=3),  # cursors
+            st.lists(
+                st.tuples(st.integers(0, 3), st.booleans()),  # target index, control row
+                min_size=1,
+                max_size=12,
+            ),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_grouped_unread_counts_equal_the_correlated_reference(tmp_path_factory, mailboxes):
+    path = tmp_path_factory.mktemp("unread") / "coordination.sqlite"
+    asyncio.run(_empty_store(path))
+    db = sqlite3.connect(path)
+    for m, (cursors, messages) in enumerate(mailboxes):
+        mid = f"mailbox-{m}"
+        db.execute("INSERT INTO mailboxes VALUES (?, ?, 't', ?)", (mid, mid, len(messages) + 1))
+        for s, cursor in enumerate(cursors):
+            db.execute(
+                "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, 't', NULL)",
+                (mid, f"s{s}", f"n{s}", cursor),
+            )
+        for seq, (target, control) in enumerate(messages, start=1):
+            db.execute(
+                "INSERT INTO mailbox_messages VALUES (?,?,?,?,?,?,?,'t','routine',?,NULL,'b',?,1,"
+                "'durableButNotWoken',NULL)",
+                (
+                    f"{mid}-{seq}",
+                    mid,
+                    seq,
+                    "s9",
+                    "x",
+                    f"s{target}",
+                    "y",
+                    "delegation-review-result/v1" if control else None,
+                    f"{mid}-{seq}",
+                ),
+            )
+    db.commit()
+    reference = dict(db.execute(REFERENCE_UNREAD, ("delegation-review-result/v1",)).fetchall())
+    db.close()
+
+    async def ours() -> dict[str, int]:
+        async with open_reader(path) as reader:
+            return {s.id: s.unread_count for s in await reader.list_mailboxes()}
+
+    for mailbox_id, count in asyncio.run(ours()).items():
+        assert count == reference[mailbox_id]
+
+
+async def _empty_store(path: Path) -> None:
+    async with open_writer(path):
+        pass

@@ -333,11 +333,11 @@ WHERE (:mid IS NULL OR m.id = :mid)
 ORDER BY latest.created_at DESC, m.id
 """
 
+# The human view's unread count (messages not yet processed by their own target) is
+# summed from the per-participant counts that come with the participants query below:
+# one grouped pass instead of a correlated COUNT per participant per mailbox.
 _HUMAN_SUMMARIES: Final = f"""
-SELECT m.id, latest.sequence,
-  (SELECT COALESCE(SUM((
-     {UNREAD_FOR.format(mailbox="p.mailbox_id", cursor="p.processed_through", session="p.session_id")}
-   )), 0) FROM mailbox_participants p WHERE p.mailbox_id = m.id),
+SELECT m.id, latest.sequence, 0,
   {_SUMMARY_TAIL}
 FROM mailboxes m
 {_LATEST_VISIBLE}
@@ -345,7 +345,14 @@ WHERE (:mid IS NULL OR m.id = :mid)
 ORDER BY latest.created_at DESC, m.id
 """
 
-_PARTICIPANT_COLUMNS: Final = "mailbox_id, session_id, display_name, processed_through, left_at"
+_PARTICIPANT_COLUMNS: Final = (
+    "p.mailbox_id, p.session_id, p.display_name, p.processed_through, p.left_at"
+)
+_PARTICIPANT_UNREAD: Final = (
+    "LEFT JOIN mailbox_messages u ON u.mailbox_id = p.mailbox_id "
+    "AND u.sequence > p.processed_through AND u.target_session_id = p.session_id "
+    "AND " + NOT_CONTROL.format(t="u.")
+)
 # Above this many mailboxes one ordered scan of every participant beats an IN list.
 _PARTICIPANT_IN_LIMIT: Final = 500
 
@@ -370,33 +377,46 @@ def _participant(session: Any, name: Any, cursor: Any, left_at: Any) -> MailboxP
     )
 
 
+def participants_sql(with_unread: bool, where: str = "") -> str:
+    if with_unread:
+        return (
+            f"SELECT {_PARTICIPANT_COLUMNS}, COUNT(u.rowid) FROM mailbox_participants p "
+            f"{_PARTICIPANT_UNREAD} {where} GROUP BY p.mailbox_id, p.session_id "
+            "ORDER BY p.mailbox_id, p.session_id"
+        )
+    return (
+        f"SELECT {_PARTICIPANT_COLUMNS}, 0 FROM mailbox_participants p {where} "
+        "ORDER BY p.mailbox_id, p.session_id"
+    )
+
+
 def participants(
-    db: sqlite3.Connection, mailbox_ids: list[str]
-) -> dict[str, list[MailboxParticipant]]:
+    db: sqlite3.Connection, mailbox_ids: list[str], with_unread: bool = False
+) -> tuple[dict[str, list[MailboxParticipant]], dict[str, int]]:
+    """Participants of these mailboxes in TermAl's order and, ``with_unread``, how many
+    visible messages addressed to each one lie above its cursor, summed per mailbox."""
     grouped: dict[str, list[MailboxParticipant]] = defaultdict(list)
+    unread: dict[str, int] = defaultdict(int)
     if not mailbox_ids:
-        return grouped
+        return grouped, unread
+    params: dict[str, Any] = {"ctl": CONTROL_TOPIC}
+    where = ""
     if len(mailbox_ids) <= _PARTICIPANT_IN_LIMIT:
-        marks = ", ".join("?" * len(mailbox_ids))
-        rows = db.execute(
-            f"SELECT {_PARTICIPANT_COLUMNS} FROM mailbox_participants "
-            f"WHERE mailbox_id IN ({marks}) ORDER BY mailbox_id, session_id",
-            mailbox_ids,
-        ).fetchall()
-    else:
-        rows = db.execute(
-            f"SELECT {_PARTICIPANT_COLUMNS} FROM mailbox_participants "
-            "ORDER BY mailbox_id, session_id"
-        ).fetchall()
+        names = [f"m{index}" for index in range(len(mailbox_ids))]
+        where = f"WHERE p.mailbox_id IN ({', '.join(':' + name for name in names)})"
+        params |= dict(zip(names, mailbox_ids, strict=True))
+    sql = participants_sql(with_unread, where)
     wanted = set(mailbox_ids)
     current_id: Any = None
     current: list[MailboxParticipant] = []
-    for mailbox_id, session, name, cursor, left_at in rows:
+    for mailbox_id, session, name, cursor, left_at, count in db.execute(sql, params):
         if mailbox_id != current_id:
             current_id = mailbox_id
             current = grouped[mailbox_id] if mailbox_id in wanted else []
         current.append(_participant(session, name, cursor, left_at))
-    return grouped
+        if count:
+            unread[mailbox_id] += count
+    return grouped, unread
 
 
 def _preview(db: sqlite3.Connection, rowid: int, prefix: object, length: int) -> str:
@@ -421,7 +441,7 @@ def summaries(
         params["viewer"] = viewer
     rows = db.execute(sql, params).fetchall()
     with pause_gc():
-        return _build_summaries(db, rows)
+        return _build_summaries(db, rows, human=viewer is None)
 
 
 @contextlib.contextmanager
@@ -436,8 +456,8 @@ def pause_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _build_summaries(db: sqlite3.Connection, rows: list[Any]) -> list[MailboxSummary]:
-    by_mailbox = participants(db, [row[0] for row in rows])
+def _build_summaries(db: sqlite3.Connection, rows: list[Any], human: bool) -> list[MailboxSummary]:
+    by_mailbox, unread_by_mailbox = participants(db, [row[0] for row in rows], with_unread=human)
     result = []
     for mid, latest_sequence, unread, prefix, length, latest_at, rowid in rows:
         result.append(
@@ -447,7 +467,7 @@ def _build_summaries(db: sqlite3.Connection, rows: list[Any]) -> list[MailboxSum
                     "id": mid if type(mid) is str else as_text(mid),
                     "participants": by_mailbox.get(mid, []),
                     "latest_sequence": latest_sequence,
-                    "unread_count": unread,
+                    "unread_count": unread_by_mailbox.get(mid, 0) if human else unread,
                     "latest_message_preview": _preview(db, rowid, prefix, length),
                     "latest_message_at": as_optional_text(latest_at),
                 },
