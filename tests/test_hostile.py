@@ -3,12 +3,15 @@ honest read-only claims, precise errors, one bad row never blinds the viewer).""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -477,3 +480,44 @@ async def test_a_tab_opened_while_locked_loads_by_itself_when_the_lock_goes(tmp_
 def test_visible_line_caps_after_making_everything_visible():
     shown = visible_line("\x1b" * 500, 20)
     assert len(shown) == 20 and shown.endswith("…") and "\x1b" not in shown
+
+
+def _unprivileged() -> list[str] | None:
+    """A command prefix that runs this Python as `nobody`, if this machine allows it (the
+    real read-only-directory case cannot be made as root, who may write anywhere)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return None
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run(
+        [*prefix, sys.executable, "-c", "import termal_tui"], capture_output=True
+    )
+    return prefix if probe.returncode == 0 else None
+
+
+@pytest.mark.skipif(_unprivileged() is None, reason="needs root and setpriv to drop privileges")
+def test_a_real_read_only_directory_gives_a_snapshot_and_no_sidecars(tmp_path):
+    base = Path(tempfile.mkdtemp(prefix="termal-ro-"))
+    try:
+        base.chmod(0o755)
+        state = base / "state"
+        state.mkdir()
+        path = state / "coordination.sqlite"
+        asyncio.run(_wal_file(path, termal=True))
+        path.chmod(0o644)
+        state.chmod(0o555)
+        code = (
+            "import asyncio\n"
+            "from termal_tui.store import open_reader\n"
+            "async def main():\n"
+            f"    async with open_reader({str(path)!r}) as reader:\n"
+            "        print(bool(reader.snapshot), len(await reader.list_mailboxes()))\n"
+            "asyncio.run(main())\n"
+        )
+        result = subprocess.run(
+            [*_unprivileged(), sys.executable, "-c", code], capture_output=True, text=True
+        )
+        assert result.stdout.split() == ["True", "2"], result.stderr
+        assert _sidecars(path) == []
+    finally:
+        (base / "state").chmod(0o755)
+        shutil.rmtree(base)
