@@ -70,7 +70,7 @@ async def _validate(path: Path, mailbox: str | None, session: str | None) -> Non
             raise NotFoundError(f"no mailbox participant has session id {quote(session)}.")
         if mailbox is not None:
             try:
-                await reader.get_mailbox(mailbox, session)
+                await reader.get_head(mailbox, session)
             except NotFoundError:
                 viewer = f" for session {quote(session)}" if session else ""
                 raise NotFoundError(

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary, UnreadWakeup
-from termal_tui.sanitize import cap, visible_line
-from termal_tui.store.formats import parse_timestamp, preview, split_whitespace
+from termal_tui.sanitize import visible_line
+from termal_tui.store.formats import parse_timestamp, preview
 
 __all__ = [
     "Divider",
@@ -26,25 +26,35 @@ __all__ = [
     "wake_prompt",
 ]
 
-FIRST_SENTENCE_CHARS: Final = 120
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
+# JavaScript's \s (what TermAl's UI uses): Unicode White_Space plus U+FEFF.
+_JS_SPACE: Final = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_SPACES: Final = re.compile(f"[{_JS_SPACE}]+")
+_SENTENCE_BOUNDARY: Final = re.compile(f"[.!?](?:[{_JS_SPACE}]|$)")
 
 
-def first_sentence(body: str, max_chars: int = FIRST_SENTENCE_CHARS) -> str:
-    """The body's first sentence on one line (up to ``. ``, ``! ``, ``? `` or a blank line)."""
-    paragraph = re.split(r"\n\s*\n", body.strip(), maxsplit=1)[0] if body.strip() else ""
-    line = " ".join(split_whitespace(paragraph))
-    match = _SENTENCE_END.search(line)
-    sentence = line[: match.start()] if match else line
-    return cap(sentence, max_chars)
+def js_trim(text: str) -> str:
+    """JavaScript's ``String.prototype.trim``."""
+    return text.strip(_JS_SPACE.replace("\u2000-\u200a", "".join(map(chr, range(0x2000, 0x200B)))))
+
+
+def first_sentence(body: str | None) -> str:
+    """TermAl's ``firstSentence``: collapse all whitespace, trim, then cut after the first
+    ``.``, ``!`` or ``?`` that is followed by whitespace or the end."""
+    normalized = js_trim(_JS_SPACES.sub(" ", body or ""))
+    if not normalized:
+        return ""
+    boundary = _SENTENCE_BOUNDARY.search(normalized)
+    return normalized[: boundary.start() + 1] if boundary else normalized
 
 
 def row_title(message: MailboxMessage) -> str:
-    """Topic, else the first sentence, else ``Message #N``."""
-    if message.topic and message.topic.strip():
-        return " ".join(split_whitespace(message.topic))
-    sentence = first_sentence(message.body)
-    return sentence or f"Message #{message.sequence}"
+    """TermAl's ``mailboxMessageTopic``: topic trimmed, else the first sentence, else
+    ``Message #N``."""
+    return (
+        js_trim(message.topic or "")
+        or first_sentence(message.body)
+        or f"Message #{message.sequence}"
+    )
 
 
 def summary_title(summary: MailboxSummary) -> str:

@@ -28,7 +28,7 @@ from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.render import card, message_row, participants_bar
 from termal_tui.tui.screens.body import BodyScreen
 from tests.helpers import StepClock, counter_ids, execute, send
-from tests.viewer_support import app_for
+from tests.viewer_support import app_for, settle
 
 # Writes the clipboard (OSC 52), plants a link (OSC 8), resets the terminal (ESC c),
 # CSI through C1, bidi, invisible and tag characters, and markup.
@@ -197,14 +197,12 @@ async def test_every_screen_of_a_hostile_database_renders_no_control_characters(
     await _hostile_database(path)
     app = app_for(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         assert len(app.summaries) == 2
         seen = [_screen_text(app)]
         for summary in list(app.summaries):
             app.open_mailbox(summary.id)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(app, pilot)
             view = app.active_view()
             assert view is not None and view.messages
             for message in view.messages:
@@ -317,14 +315,12 @@ async def test_the_viewer_shows_every_healthy_mailbox_and_marks_the_bad_row(tmp_
     broken = _break_one_mailbox(path)
     app = app_for(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         status = str(app.query_one("#index-status").render())
-        assert "Live" in status and "Stale" not in status
+        assert "Paused" in status and "Stale" not in status
         assert len(app.summaries) == 2
         app.open_mailbox(broken)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         text = _screen_text(app)
         assert "⚠ unreadable row #1" in text and "is not an integer" in text
         assert "Caro\\xffl" in text
@@ -444,10 +440,9 @@ async def test_the_viewer_started_on_a_locked_file_is_stale_then_recovers(tmp_pa
         lock.rollback()
         lock.close()
         await pilot.pause(0.8)  # the retry timer, not a key press
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         assert len(app.summaries) == 2
-        assert "Live" in str(app.query_one("#index-status").render())
+        assert "Paused" in str(app.query_one("#index-status").render())
 
 
 async def test_a_tab_opened_while_locked_loads_by_itself_when_the_lock_goes(tmp_path):
@@ -457,23 +452,20 @@ async def test_a_tab_opened_while_locked_loads_by_itself_when_the_lock_goes(tmp_
     sqlite3.connect(path).execute("PRAGMA journal_mode=DELETE").fetchall()
     app = MailboxApp(path, poll_interval=0.3)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         mailbox = app.summaries[0].id
         lock = _locked(path)
         try:
             app.open_mailbox(mailbox)
             await pilot.pause(0.1)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(app, pilot)
             view = app.active_view()
             assert view is not None and view.summary is None and not view.live
         finally:
             lock.rollback()
             lock.close()
         await pilot.pause(0.8)  # the view's own poll timer
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         assert view.live and view.summary is not None and len(view.messages) == 3
 
 

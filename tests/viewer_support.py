@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,3 +31,16 @@ def demo_copy(directory: Path) -> Path:
 
 def app_for(path: Path, **kwargs: object) -> MailboxApp:
     return make_app(path, poll_interval=0, clock=fixed_clock, **kwargs)  # type: ignore[arg-type]
+
+
+async def settle(app: MailboxApp, pilot: object) -> None:
+    """The one wait helper: until no worker runs and no message is pending.
+
+    A worker that failed is the app's business (it shows Stale); waiting goes on.
+    """
+    from textual.worker import WorkerFailed
+
+    for _ in range(3):
+        with contextlib.suppress(WorkerFailed):
+            await app.workers.wait_for_complete()
+        await pilot.pause()  # type: ignore[attr-defined]

@@ -471,6 +471,37 @@ def pause_gc() -> Iterator[None]:
             gc.enable()
 
 
+_HEAD: Final = f"""
+SELECT m.id, latest.sequence, 0, {_SUMMARY_TAIL}
+FROM mailboxes m
+{_LATEST_VISIBLE}
+WHERE m.id = :mid
+"""
+
+
+def head(db: sqlite3.Connection, mailbox_id: str, viewer: str | None) -> MailboxSummary | None:
+    """A mailbox's participants, latest visible sequence and preview *without* counting
+    unread rows (``unread_count`` is 0): what a thread view needs on every change."""
+    authorize(db, mailbox_id, viewer)
+    rows = db.execute(_HEAD, {"ctl": CONTROL_TOPIC, "mid": mailbox_id}).fetchall()
+    return _build_summaries(db, rows, human=False)[0] if rows else None
+
+
+_PROBE: Final = """
+SELECT m.next_sequence, (
+  SELECT group_concat(p.session_id || ':' || p.processed_through || ':' || COALESCE(p.left_at, ''), ',')
+  FROM (SELECT * FROM mailbox_participants WHERE mailbox_id = m.id ORDER BY session_id) p)
+FROM mailboxes m WHERE m.id = ?
+"""
+
+
+def probe(db: sqlite3.Connection, mailbox_id: str) -> tuple[object, object] | None:
+    """A token that changes whenever a row is appended or a cursor or departure moves:
+    two primary-key lookups, so an idle poll costs nothing close to a count."""
+    row = db.execute(_PROBE, (mailbox_id,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
 def _build_summaries(db: sqlite3.Connection, rows: list[Any], human: bool) -> list[MailboxSummary]:
     by_mailbox, unread_by_mailbox = participants(db, [row[0] for row in rows], with_unread=human)
     result = []

@@ -117,6 +117,22 @@ class MailboxReader:
 
         return await self._snapshot(work)
 
+    async def get_head(self, mailbox_id: str, session_id: str | None = None) -> MailboxSummary:
+        """Participants, cursors and the latest visible sequence, without the unread count
+        (``unread_count`` is 0): cheap at any mailbox size."""
+
+        def work(db: sqlite3.Connection) -> MailboxSummary:
+            found = queries.head(db, mailbox_id, session_id)
+            if found is None:
+                raise NotFoundError(f"mailbox {mailbox_id} has no visible messages")
+            return found
+
+        return await self._snapshot(work)
+
+    async def change_token(self, mailbox_id: str) -> tuple[object, object] | None:
+        """Changes whenever the mailbox gains a row or a cursor/departure moves."""
+        return await self._snapshot(lambda db: queries.probe(db, mailbox_id), single=True)
+
     async def read_range(
         self,
         mailbox_id: str,

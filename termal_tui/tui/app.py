@@ -1,4 +1,8 @@
-"""MailboxApp: the read-only Textual viewer, and ``make_app`` used by the CLI and tests."""
+"""MailboxApp: the read-only Textual viewer, and ``make_app`` used by the CLI and tests.
+
+The App opens the reader and manages tabs; the index and each mailbox view own their
+bindings, timers and workers.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Final
 
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -21,36 +26,33 @@ from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import RetryableError, StoreError
 from termal_tui.store.reader import MailboxReader, open_reader
 from termal_tui.tui.commands import MailboxCommands
-from termal_tui.tui.messages import IndexFailed, IndexLoaded, OpenMailbox
-from termal_tui.tui.screens.body import BodyScreen
+from termal_tui.tui.messages import IndexLoaded, OpenMailbox
 from termal_tui.tui.screens.help import HelpScreen
 from termal_tui.tui.widgets.index import MailboxIndex
-from termal_tui.tui.widgets.mailbox_view import MailboxView
+from termal_tui.tui.widgets.mailbox_view import CloseRequested, MailboxView, TitleKnown
 
-INDEX_PANE = "index"
-DEFAULT_POLL_SECONDS = 8.0
+INDEX_PANE: Final = "index"
+DEFAULT_POLL_SECONDS: Final = 8.0
 RETRY_OPEN_SECONDS = 2.0
 # A viewer never waits long for a lock: it shows Stale and tries again on its next tick.
 READER_BUSY_TIMEOUT_MS = 250
+TAB_TITLE_CHARS: Final = 28
 
 
 class MailboxApp(App[None]):
     """Browse TermAl mailboxes without ever writing to the database."""
 
     CSS_PATH = "app.tcss"
-    TITLE = "termal-tui"
+    TITLE = "termal-tui (read-only)"
     COMMANDS = App.COMMANDS | {MailboxCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
-        Binding("r", "refresh", "Refresh", id="refresh"),
-        Binding("o", "load_older", "Older", id="older"),
-        Binding("f", "full_body", "Full body", id="full-body"),
-        Binding("n", "show_new", "Show new", id="show-new"),
-        Binding("w", "close_tab", "Close tab", id="close-tab"),
-        Binding("ctrl+right", "next_tab", "Next tab", show=False, id="next-tab"),
-        Binding("ctrl+left", "previous_tab", "Prev tab", show=False, id="prev-tab"),
-        Binding("0", "show_index", "Index", show=False, id="index"),
+        Binding("left_square_bracket", "previous_tab", "Tab", key_display="[", id="prev-tab"),
+        Binding("right_square_bracket", "next_tab", "Tab", key_display="]", id="next-tab"),
+        Binding("ctrl+right", "next_tab", "Next tab", show=False),
+        Binding("ctrl+left", "previous_tab", "Prev tab", show=False),
+        Binding("0", "show_index", "Index", id="index"),
     ]
 
     def __init__(
@@ -70,23 +72,24 @@ class MailboxApp(App[None]):
         self._clock = clock or (lambda: datetime.now().astimezone())
         self._stack = contextlib.AsyncExitStack()
         self._reader: MailboxReader | None = None
-        self.summaries: list[MailboxSummary] = []
         self._panes: dict[str, str] = {}
         self._pane_counter = 0
-        self._index_refreshing = False
-        self._index_timer: Timer | None = None
         self._retry_timer: Timer | None = None
         self.sub_title = self._subtitle()
 
     def _subtitle(self) -> str:
-        viewer = f" · as {visible_line(self.session_id)}" if self.session_id else ""
+        viewer = f" · as {visible_line(self.session_id, 40)}" if self.session_id else ""
         snapshot = " · snapshot" if self._reader is not None and self._reader.snapshot else ""
-        return f"{visible_line(str(self.db_path))}{viewer} · read-only{snapshot}"
+        return f"{visible_line(self.db_path.name, 60)}{viewer}{snapshot}"
 
     @property
     def reader(self) -> MailboxReader:
         assert self._reader is not None, "reader is opened on mount"
         return self._reader
+
+    @property
+    def summaries(self) -> list[MailboxSummary]:
+        return self.query_one(MailboxIndex).summaries
 
     def now_text(self) -> str:
         return self._clock().strftime("%H:%M:%S")
@@ -94,12 +97,17 @@ class MailboxApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
-            yield MailboxIndex(id="mailbox-index")
+            yield MailboxIndex(session_id=self.session_id, clock=self._clock, id="mailbox-index")
         yield Footer()
 
     async def on_mount(self) -> None:
         self.query_one(MailboxIndex).loading = True
         await self._open_reader()
+
+    async def on_unmount(self) -> None:
+        await self._stack.aclose()
+
+    # ---------------------------------------------------------------- reader
 
     async def _open_reader(self) -> None:
         """Open the reader; a busy (locked) file shows Stale and is retried by a timer."""
@@ -110,22 +118,13 @@ class MailboxApp(App[None]):
             )
         except RetryableError as error:
             index.loading = False
-            index.set_status(
-                Content.assemble(
-                    Content.styled("● Stale", "bold $error"),
-                    "  ",
-                    Content.styled(
-                        visible_line(f"{error} — retrying every {RETRY_OPEN_SECONDS:g} s", 300),
-                        "$error",
-                    ),
-                )
-            )
+            index.show_error(f"{error} — retrying every {RETRY_OPEN_SECONDS:g} s")
             if self._retry_timer is None:
                 self._retry_timer = self.set_interval(RETRY_OPEN_SECONDS, self._retry_open)
             return
         except StoreError as error:
             index.loading = False
-            index.set_status(Content.styled(visible_line(str(error), 300), "$error"))
+            index.show_error(str(error))
             return
         if self._retry_timer is not None:
             self._retry_timer.stop()
@@ -134,67 +133,19 @@ class MailboxApp(App[None]):
             self.poll_interval = 0  # an immutable snapshot has no changes to follow
             self.sub_title = self._subtitle()
             self.notify(visible_line(self._reader.snapshot, 300), title="Snapshot", markup=False)
-        if self.poll_interval > 0:
-            self._index_timer = self.set_interval(self.poll_interval, self._poll_index)
-        self.load_index()
+        index.start(
+            self._reader,
+            self.poll_interval,
+            snapshot=self._reader.snapshot is not None,
+            load_now=not self.initial_mailbox,
+        )
         if self.initial_mailbox:
+            # The tab's first page comes first; the index (which counts) follows it.
             self.open_mailbox(self.initial_mailbox)
 
     async def _retry_open(self) -> None:
         if self._reader is None:
             await self._open_reader()
-
-    async def on_unmount(self) -> None:
-        await self._stack.aclose()
-
-    # ----------------------------------------------------------------- index
-
-    def _poll_index(self) -> None:
-        if not self._index_refreshing and self._active_pane() == INDEX_PANE:
-            self.load_index()
-
-    @work(group="index", exclusive=False)
-    async def load_index(self) -> None:
-        if self._index_refreshing:
-            return
-        self._index_refreshing = True
-        try:
-            summaries = await self.reader.list_mailboxes(self.session_id)
-        except StoreError as error:
-            self.post_message(IndexFailed(str(error)))
-            return
-        finally:
-            self._index_refreshing = False
-        self.post_message(IndexLoaded(summaries))
-
-    @on(IndexLoaded)
-    def _index_loaded(self, event: IndexLoaded) -> None:
-        self.summaries = event.summaries
-        index = self.query_one(MailboxIndex)
-        index.loading = False
-        unread = sum(summary.unread_count for summary in event.summaries)
-        count = len(event.summaries)
-        status = Content.assemble(
-            Content.styled("● Live", "bold $success"),
-            Content.styled(
-                f"  {count} mailbox{'es' if count != 1 else ''} · {unread} unread · "
-                f"refreshed {self.now_text()}",
-                "$text-muted",
-            ),
-        )
-        index.show(event.summaries, status)
-
-    @on(IndexFailed)
-    def _index_failed(self, event: IndexFailed) -> None:
-        index = self.query_one(MailboxIndex)
-        index.loading = False
-        index.set_status(
-            Content.assemble(
-                Content.styled("● Stale", "bold $error"),
-                "  ",
-                Content.styled(visible_line(event.error, 200), "$error"),
-            )
-        )
 
     # ------------------------------------------------------------------ tabs
 
@@ -204,6 +155,8 @@ class MailboxApp(App[None]):
 
     def open_mailbox(self, mailbox_id: str) -> None:
         """Open the mailbox's tab, or focus it if it is already open (never a copy)."""
+        if self._reader is None:
+            return
         tabs = self.query_one("#tabs", TabbedContent)
         pane_id = self._panes.get(mailbox_id)
         if pane_id is not None:
@@ -212,15 +165,50 @@ class MailboxApp(App[None]):
         self._pane_counter += 1
         pane_id = f"mailbox-pane-{self._pane_counter}"
         self._panes[mailbox_id] = pane_id
-        pane = TabPane(self._tab_title(mailbox_id), MailboxView(mailbox_id), id=pane_id)
-        tabs.add_pane(pane)
+        view = MailboxView(
+            mailbox_id,
+            self._reader,
+            session_id=self.session_id,
+            clock=self._clock,
+            interval=self.poll_interval,
+            snapshot=self._reader.snapshot is not None,
+        )
+        tabs.add_pane(TabPane(self._tab_title(mailbox_id), view, id=pane_id))
         tabs.active = pane_id
 
     def _tab_title(self, mailbox_id: str) -> Content:
         for summary in self.summaries:
             if summary.id == mailbox_id:
-                return Content(visible_line(summary_title(summary), 40))
-        return Content(visible_line(mailbox_id, 24))
+                return Content(visible_line(summary_title(summary), TAB_TITLE_CHARS))
+        return Content(visible_line(mailbox_id.removeprefix("mailbox-")[:8], TAB_TITLE_CHARS))
+
+    @on(TitleKnown)
+    def _title_known(self, event: TitleKnown) -> None:
+        pane = event.view.parent
+        if isinstance(pane, TabPane) and pane.id:
+            tab = self.query_one("#tabs", TabbedContent).get_tab(pane.id)
+            tab.label = Content(visible_line(event.title, TAB_TITLE_CHARS))
+        if self.initial_mailbox and event.view.mailbox_id == self.initial_mailbox:
+            self.query_one(MailboxIndex).load()  # after the first page, never before
+
+    @on(IndexLoaded)
+    def _index_loaded(self, event: IndexLoaded) -> None:
+        """Name tabs that were opened before the index knew their participants."""
+        for mailbox_id, pane_id in self._panes.items():
+            for summary in event.summaries:
+                if summary.id == mailbox_id:
+                    tab = self.query_one("#tabs", TabbedContent).get_tab(pane_id)
+                    tab.label = Content(visible_line(summary_title(summary), TAB_TITLE_CHARS))
+
+    @on(CloseRequested)
+    async def _close_requested(self, event: CloseRequested) -> None:
+        pane = event.view.parent
+        if not isinstance(pane, TabPane) or not pane.id:
+            return
+        for mailbox_id, known in list(self._panes.items()):
+            if known == pane.id:
+                del self._panes[mailbox_id]
+        await self.query_one("#tabs", TabbedContent).remove_pane(pane.id)
 
     def _active_pane(self) -> str:
         return self.query_one("#tabs", TabbedContent).active
@@ -229,10 +217,8 @@ class MailboxApp(App[None]):
         pane_id = self._active_pane()
         if pane_id == INDEX_PANE or not pane_id:
             return None
-        try:
-            return self.query_one(f"#{pane_id} MailboxView", MailboxView)
-        except Exception:
-            return None
+        views = self.query(f"#{pane_id} MailboxView").results(MailboxView)
+        return next(iter(views), None)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -242,21 +228,21 @@ class MailboxApp(App[None]):
             view.set_visible_tab(pane is not None and pane.id == active)
         view = self.active_view()
         if view is not None:
-            view.query_one("#thread").focus()
+            view.thread.focus()
         elif active == INDEX_PANE:
-            self.query_one("#cards").focus()
-
-    def _pane_order(self) -> list[str]:
-        return [
-            pane.id for pane in self.query_one("#tabs", TabbedContent).query(TabPane) if pane.id
-        ]
+            index = self.query_one(MailboxIndex)
+            index.focus_cards()
+            index.set_visible(True)
+        if active != INDEX_PANE:
+            self.query_one(MailboxIndex).set_visible(False)
 
     def _cycle(self, step: int) -> None:
-        order = self._pane_order()
+        tabs = self.query_one("#tabs", TabbedContent)
+        order = [pane.id for pane in tabs.query(TabPane) if pane.id]
         if len(order) < 2:
             return
-        current = order.index(self._active_pane()) if self._active_pane() in order else 0
-        self.query_one("#tabs", TabbedContent).active = order[(current + step) % len(order)]
+        current = order.index(tabs.active) if tabs.active in order else 0
+        tabs.active = order[(current + step) % len(order)]
 
     def action_next_tab(self) -> None:
         self._cycle(1)
@@ -267,14 +253,12 @@ class MailboxApp(App[None]):
     def action_show_index(self) -> None:
         self.query_one("#tabs", TabbedContent).active = INDEX_PANE
 
-    async def action_close_tab(self) -> None:
-        pane_id = self._active_pane()
-        if pane_id == INDEX_PANE:
-            return
-        for mailbox_id, known in list(self._panes.items()):
-            if known == pane_id:
-                del self._panes[mailbox_id]
-        await self.query_one("#tabs", TabbedContent).remove_pane(pane_id)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("next_tab", "previous_tab"):
+            return len(self._panes) > 0
+        if action == "show_index":
+            return self._active_pane() != INDEX_PANE
+        return True
 
     # --------------------------------------------------------------- actions
 
@@ -282,10 +266,11 @@ class MailboxApp(App[None]):
         self.push_screen(HelpScreen())
 
     def action_refresh(self) -> None:
-        self.load_index()
         view = self.active_view()
         if view is not None:
-            view.refresh_thread()
+            view.action_refresh()
+        else:
+            self.query_one(MailboxIndex).load()
 
     def action_load_older(self) -> None:
         view = self.active_view()
@@ -296,12 +281,6 @@ class MailboxApp(App[None]):
         view = self.active_view()
         if view is not None:
             view.show_new()
-
-    def action_full_body(self) -> None:
-        view = self.active_view()
-        message = view.highlighted_message() if view is not None else None
-        if message is not None:
-            self.push_screen(BodyScreen(message))
 
     def jump_to(self, sequence: int) -> None:
         view = self.active_view()

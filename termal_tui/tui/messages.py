@@ -1,4 +1,7 @@
-"""Typed messages posted by the viewer's I/O workers. Attributes down, messages up."""
+"""Typed messages shared by the index and the App. Attributes down, messages up.
+
+Each mailbox view's own results are typed messages in ``widgets/mailbox_view.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +9,12 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from termal_tui.models import MailboxMessage, MailboxSummary
+from termal_tui.models import MailboxSummary
 
 
 @dataclass
 class IndexLoaded(Message):
     summaries: list[MailboxSummary]
-
-
-@dataclass
-class IndexFailed(Message):
-    error: str
-
-
-@dataclass
-class ThreadLoaded(Message):
-    """First page, an older page, or a refresh delta for one mailbox view."""
-
-    summary: MailboxSummary
-    messages: list[MailboxMessage]
-    has_older: bool | None
-    kind: str  # "first" | "older" | "refresh"
-
-
-@dataclass
-class ThreadFailed(Message):
-    error: str
-    missing: bool = False
 
 
 @dataclass

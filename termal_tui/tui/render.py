@@ -1,25 +1,36 @@
-"""Untrusted mailbox data → Textual ``Content`` (never markup) for cards, rows and dividers."""
+"""Untrusted mailbox data → Textual ``Content`` (never markup) for cards, rows and dividers.
+
+Every string from the database reaches the screen through :func:`line` or :func:`text`
+(the sanitiser), never through markup.
+"""
 
 from __future__ import annotations
 
 from typing import Final
 
+from pydantic import ValidationError as PydanticValidationError
 from textual.content import Content
 
-from termal_tui.models import MailboxMessage, MailboxSummary
+from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import (
-    Divider,
-    first_sentence,
     format_time,
     is_processed,
+    lagging_participants,
     row_title,
     summary_title,
 )
+from termal_tui.review import ReviewEnvelope, parse_envelope
 from termal_tui.sanitize import cap_lines, visible, visible_line
+from termal_tui.store.formats import preview
+from termal_tui.thread import Gap
 
 EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"
 PROCESSED_GLYPH: Final = "✓"
+SHORT_ID_CHARS: Final = 8
+# Processed rows are drawn dim (SGR 2) in the muted colour: dimmer than unread rows in
+# 256-colour and truecolour alike, and under NO_COLOR the glyph and word carry it.
+PROCESSED_STYLE: Final = "dim $text-muted"
 
 
 def text(value: str, style: str = "") -> Content:
@@ -32,47 +43,81 @@ def line(value: str, style: str = "", max_chars: int | None = None) -> Content:
     return Content.styled(safe, style) if style else Content(safe)
 
 
-def card(summary: MailboxSummary) -> Content:
-    """A compact notification card for the mailbox index."""
+def short_id(identifier: str) -> str:
+    """``mailbox-3fcb1a2e-…`` → ``3fcb1a2e``: the first 8 hex characters of the UUID."""
+    tail = identifier.removeprefix("mailbox-message-").removeprefix("mailbox-")
+    return visible_line(tail[:SHORT_ID_CHARS])
+
+
+def card(summary: MailboxSummary, width: int = 78) -> Content:
+    """A compact two-line notification card for the mailbox index."""
     if summary.unread_count:
         badge = Content.styled(f"{UNREAD_GLYPH} {summary.unread_count} unread", "bold $warning")
     else:
         badge = Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
-    preview = summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence}"
     when = format_time(summary.latest_message_at) if summary.latest_message_at else ""
-    return Content("\n").join(
-        [
-            Content.assemble(badge, "  ", line(summary_title(summary), "bold", 80)),
-            line(preview, "", 160),
-            Content.styled(
-                f"{visible_line(summary.id)} · latest #{summary.latest_sequence} · "
-                f"{visible_line(when)}",
-                "$text-muted",
-            ),
-        ]
+    meta = Content.styled(
+        f"  #{summary.latest_sequence} · {visible_line(when)} · {short_id(summary.id)}",
+        "$text-muted",
     )
+    head = Content.assemble(badge, "  ", line(summary_title(summary), "bold", 60), meta)
+    preview_text = (
+        summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence}"
+    )
+    return Content("\n").join([head, line(preview_text, "", max(10, width - 1))])
 
 
-def participants_bar(summary: MailboxSummary) -> Content:
-    parts: list[Content] = []
-    for participant in summary.participants:
-        caught_up = participant.processed_through >= summary.latest_sequence
-        glyph, style = (PROCESSED_GLYPH, "$success") if caught_up else (UNREAD_GLYPH, "$warning")
-        label = "caught up" if caught_up else "lagging"
-        chip = Content.assemble(
-            Content.styled(glyph, style),
-            " ",
-            line(participant.display_name, "bold", 40),
-            f" {participant.processed_through}/{summary.latest_sequence} {label}",
+def participant_chip(participant: MailboxParticipant, latest: int) -> Content:
+    caught_up = participant.processed_through >= latest
+    glyph, style = (PROCESSED_GLYPH, "$success") if caught_up else (UNREAD_GLYPH, "$warning")
+    chip = Content.assemble(
+        Content.styled(glyph, style),
+        " ",
+        line(participant.display_name, "bold", 30),
+        f" {min(participant.processed_through, latest)}/{latest}",
+    )
+    if participant.departed:
+        chip = chip + Content.styled(" departed", "$error")
+    return chip
+
+
+def participants_bar(summary: MailboxSummary, latest: int | None = None) -> Content:
+    """Each participant's cursor against the latest sequence (never shown above it)."""
+    top = max(
+        [summary.latest_sequence if latest is None else latest]
+        + [p.processed_through for p in summary.participants]
+    )
+    return Content("   ").join(participant_chip(p, top) for p in summary.participants)
+
+
+def divider_line(participant: MailboxParticipant) -> Content:
+    departed = " (departed)" if participant.departed else ""
+    label = (
+        f"{visible_line(participant.display_name, 40)}{departed} has processed to here "
+        f"(#{participant.processed_through})"
+    )
+    return Content.styled(f"──── {label} ────", "bold $accent")
+
+
+def divider(item: object) -> Content:
+    """Kept for callers holding a presentation ``Divider``."""
+    return divider_line(item.participant)  # type: ignore[attr-defined]
+
+
+def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # type: ignore[assignment]
+    lines = [divider_line(p) for p in dividers]
+    lines.append(
+        Content.styled(
+            f"  … up to {gap.at_most:,} rows not loaded (#{gap.older + 1}–#{gap.newer - 1})"
+            " — enter to load",
+            "italic $accent",
         )
-        if participant.departed:
-            chip = chip + Content.styled(" (departed)", "$error")
-        parts.append(chip)
-    return Content("   ").join(parts)
+    )
+    return Content("\n").join(lines)
 
 
-def divider(item: Divider) -> Content:
-    return Content.styled(f"──── {visible_line(item.label)} ────", "bold $accent")
+def start_marker() -> Content:
+    return Content.styled("  — start of mailbox —", "$text-muted")
 
 
 def unreadable_row(message: MailboxMessage) -> Content:
@@ -85,42 +130,90 @@ def unreadable_row(message: MailboxMessage) -> Content:
     )
 
 
-def message_row(message: MailboxMessage, summary: MailboxSummary, expanded: bool) -> Content:
+def review_envelope(message: MailboxMessage) -> ReviewEnvelope | None:
+    """The structured review result a control row carries, or None if it does not parse."""
+    if not message.is_control:
+        return None
+    try:
+        return parse_envelope(message.body)
+    except (PydanticValidationError, ValueError):
+        return None
+
+
+def _finding_counts(envelope: ReviewEnvelope) -> str:
+    counts: dict[str, int] = {}
+    for finding in envelope.findings:
+        counts[finding.severity] = counts.get(finding.severity, 0) + 1
+    order = ["Critical", "High", "Medium", "Low", "Note"]
+    parts = [f"{counts[s]} {s}" for s in order if s in counts]
+    return ", ".join(parts) if parts else "no findings"
+
+
+def message_row(
+    message: MailboxMessage,
+    summary: MailboxSummary,
+    expanded: bool,
+    *,
+    dividers: list[MailboxParticipant] = (),  # type: ignore[assignment]
+    width: int = 118,
+    body_lines: int = EXPANDED_BODY_LINES,
+    processed: bool | None = None,
+) -> Content:
+    """One thread row: dividers above it, a head line, one line of title and preview
+    filling ``width``, and when expanded the wake diagnostics and the body."""
+    lines = [divider_line(p) for p in dividers]
     if message.unreadable:
-        return unreadable_row(message)
-    processed = is_processed(message, summary.participants)
+        lines.append(unreadable_row(message))
+        return Content("\n").join(lines)
+    if processed is None:
+        processed = is_processed(message, summary.participants)
+    base = PROCESSED_STYLE if processed else ""
     if processed:
-        status = Content.styled(f"{PROCESSED_GLYPH} Processed", "$text-muted")
-        base = "$text-muted"
+        status = Content.styled(f"{PROCESSED_GLYPH} Processed", PROCESSED_STYLE)
     else:
         status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $warning")
-        base = ""
     marker = "▾" if expanded else "▸"
-    head = Content.assemble(
-        Content.styled(f"{marker} #{message.sequence}", "bold"),
-        "  ",
-        line(message.sender_name, base, 30),
-        " → ",
-        line(message.target_name, base, 30),
-        "  ",
-        line(format_time(message.created_at), "$text-muted"),
-        "  ",
-        status,
-    )
-    title = row_title(message)
-    sentence = first_sentence(message.body)
-    summary_line = line(title, "bold" if not processed else "$text-muted", 100)
-    if sentence and sentence != title:
-        summary_line = (
-            summary_line + Content.styled(" — ", "$text-muted") + line(sentence, base, 120)
+    lines.append(
+        Content.assemble(
+            Content.styled(f"{marker} #{message.sequence}", base or "bold"),
+            "  ",
+            line(message.sender_name, base, 24),
+            Content.styled(" → ", base),
+            line(message.target_name, base, 24),
+            "  ",
+            line(format_time(message.created_at), base or "$text-muted"),
+            "  ",
+            status,
         )
-    lines = [head, Content("   ") + summary_line]
+    )
+    envelope = review_envelope(message)
+    room = max(10, width - 4)
+    if envelope is not None:
+        title = f"Review result · {envelope.status} · {_finding_counts(envelope)}"
+        rest = envelope.summary
+    else:
+        title = row_title(message)
+        rest = preview(message.body)  # one line of the body after the title
+        if rest.startswith(title):
+            rest = rest[len(title) :].lstrip()
+    title_content = line(title, base or "bold", room)
+    summary_line = title_content
+    remaining = room - len(title_content.plain) - 3
+    if rest and remaining > 8:
+        summary_line = Content.assemble(
+            title_content,
+            Content.styled(" — ", base or "$text-muted"),
+            line(rest, base, remaining),
+        )
+    lines.append(Content("   ") + summary_line)
     if expanded:
-        lines.extend(_details(message))
+        lines.extend(_details(message, envelope, body_lines))
     return Content("\n").join(lines)
 
 
-def _details(message: MailboxMessage) -> list[Content]:
+def _details(
+    message: MailboxMessage, envelope: ReviewEnvelope | None, body_lines: int
+) -> list[Content]:
     fields = [
         ("Sequence", f"#{message.sequence}"),
         (
@@ -134,6 +227,7 @@ def _details(message: MailboxMessage) -> list[Content]:
         ("Topic", message.topic if message.topic is not None else "—"),
         ("State stamp", message.state_stamp if message.state_stamp is not None else "—"),
         ("Unread depth at append", str(message.unread_depth_at_append)),
+        ("Mailbox id", message.mailbox_id),
         ("Message id", message.id),
         ("Idempotency key", message.idempotency_key),
     ]
@@ -141,7 +235,23 @@ def _details(message: MailboxMessage) -> list[Content]:
         Content.assemble(Content.styled(f"   {name:<23}", "$text-muted"), line(value, "", 200))
         for name, value in fields
     ]
-    body, hidden = cap_lines(visible(message.body), EXPANDED_BODY_LINES)
+    if envelope is not None:
+        out.append(Content.styled("   Review result", "$text-muted"))
+        out.append(Content("     ") + line(f"{envelope.status}: {envelope.summary}", "bold", 300))
+        for finding in envelope.findings:
+            where = finding.file or ""
+            if finding.line is not None:
+                where += f":{finding.line}"
+            out.append(
+                Content("     ")
+                + line(
+                    f"[{finding.severity}] {where} {finding.message}".replace("  ", " "), "", 300
+                )
+            )
+        for command in envelope.commands_run:
+            out.append(Content("     ") + line(f"$ {command.command} → {command.status}", "", 300))
+        return out
+    body, hidden = cap_lines(visible(message.body), max(3, body_lines))
     out.append(Content.styled("   Body", "$text-muted"))
     out.extend(Content("     ") + Content(body_line) for body_line in body.split("\n"))
     if hidden:
@@ -151,3 +261,7 @@ def _details(message: MailboxMessage) -> list[Content]:
             )
         )
     return out
+
+
+def lagging(summary: MailboxSummary) -> list[MailboxParticipant]:
+    return lagging_participants(summary)

@@ -1,16 +1,25 @@
-"""The mailbox index: notification cards, newest activity first."""
+"""The mailbox index: compact two-line cards, newest activity first, polled while shown."""
 
 from __future__ import annotations
 
-from textual import on
+from collections.abc import Callable
+from datetime import datetime
+
+from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.timer import Timer
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
 from termal_tui.models import MailboxSummary
-from termal_tui.tui.messages import OpenMailbox
+from termal_tui.sanitize import visible_line
+from termal_tui.store.errors import StoreError
+from termal_tui.store.reader import MailboxReader
+from termal_tui.tui.messages import IndexLoaded, OpenMailbox
 from termal_tui.tui.render import card
 
 
@@ -22,12 +31,32 @@ class MailboxIndex(Vertical):
     MailboxIndex #index-empty { padding: 1 2; display: none; }
     MailboxIndex.-empty #index-empty { display: block; }
     MailboxIndex.-empty #cards { display: none; }
-    MailboxIndex #cards { height: 1fr; }
+    MailboxIndex #cards { height: 1fr; border: none; }
+    MailboxIndex #cards > .option-list--option { padding: 0 1; }
     """
+    BINDINGS = [
+        Binding("enter", "open", "Open"),
+        Binding("r", "refresh", "Refresh"),
+    ]
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        **kwargs: object,
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.summaries: list[MailboxSummary] = []
+        self.session_id = session_id
+        self.clock = clock or (lambda: datetime.now().astimezone())
+        self.reader: MailboxReader | None = None
+        self.interval = 0.0
+        self.snapshot = False
+        self.visible_tab = True
+        self.refreshing = False
+        self._timer: Timer | None = None
+        self._width = 0
 
     def compose(self) -> ComposeResult:
         yield Static(Content("Loading mailboxes…"), id="index-status")
@@ -40,18 +69,94 @@ class MailboxIndex(Vertical):
         )
         yield OptionList(id="cards")
 
+    def start(
+        self, reader: MailboxReader, interval: float, *, snapshot: bool, load_now: bool
+    ) -> None:
+        self.reader = reader
+        self.interval = interval
+        self.snapshot = snapshot
+        if interval > 0:
+            self._timer = self.set_interval(interval, self.poll)
+        if load_now:
+            self.load()
+
+    def set_visible(self, visible: bool) -> None:
+        self.visible_tab = visible
+        if visible and self._timer is not None:
+            self.poll()
+
+    def focus_cards(self) -> None:
+        self.query_one("#cards", OptionList).focus()
+
+    def poll(self) -> None:
+        if self.visible_tab and not self.refreshing:
+            self.load()
+
+    def action_refresh(self) -> None:
+        self.load()
+
+    def action_open(self) -> None:
+        self.query_one("#cards", OptionList).action_select()
+
+    @work(group="index", exclusive=False, exit_on_error=False)
+    async def load(self) -> None:
+        if self.refreshing or self.reader is None:
+            return
+        self.refreshing = True
+        try:
+            summaries = await self.reader.list_mailboxes(self.session_id)
+        finally:
+            self.refreshing = False
+        self.post_message(IndexLoaded(summaries))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            event.stop()
+            error = event.worker.error
+            reason = str(error) if isinstance(error, StoreError) else f"unexpected error: {error}"
+            self.loading = False
+            self.show_error(reason)
+
+    @on(IndexLoaded)
+    def _loaded(self, event: IndexLoaded) -> None:
+        self.loading = False
+        self.show(event.summaries, self._status(event.summaries))
+
+    def _status(self, summaries: list[MailboxSummary]) -> Content:
+        if self.snapshot:
+            state = Content.styled("◼ Snapshot", "bold $warning")
+        elif self.interval <= 0:
+            state = Content.styled("⏸ Paused", "bold $warning")
+        else:
+            state = Content.styled("● Live", "bold $success")
+        unread = sum(summary.unread_count for summary in summaries)
+        count = len(summaries)
+        return Content.assemble(
+            state,
+            Content.styled(
+                f" {self.clock().strftime('%H:%M:%S')} · {count} mailbox"
+                f"{'es' if count != 1 else ''} · {unread:,} unread",
+                "$text-muted",
+            ),
+        )
+
+    def show_error(self, reason: str) -> None:
+        self.set_status(
+            Content.assemble(
+                Content.styled("● Stale", "bold $error"),
+                " ",
+                Content.styled(visible_line(reason, 300), "$error"),
+            )
+        )
+
     def show(self, summaries: list[MailboxSummary], status: Content) -> None:
         cards = self.query_one("#cards", OptionList)
         highlighted = cards.highlighted_option.id if cards.highlighted_option else None
         self.summaries = summaries
+        width = max(20, cards.scrollable_content_region.width - 2 or self.size.width - 2)
         with self.app.batch_update():
             cards.clear_options()
-            options: list[Option | None] = []
-            for summary in summaries:
-                if options:
-                    options.append(None)  # a separator line between cards
-                options.append(Option(card(summary), id=summary.id))
-            cards.add_options(options)
+            cards.add_options([Option(card(s, width), id=s.id) for s in summaries])
             if highlighted is not None and any(s.id == highlighted for s in summaries):
                 cards.highlighted = cards.get_option_index(highlighted)
             elif summaries:

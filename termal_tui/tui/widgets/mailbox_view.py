@@ -1,404 +1,592 @@
-"""One mailbox tab: header, participants bar, and the newest-first thread.
+"""One mailbox tab: a one-line header, the participants bar, and the newest-first thread.
 
-The thread is one ``OptionList`` (a row is one Option; dividers are disabled
-options). All reads run in workers through the read-only reader; a refresh
-fetches only rows newer than the newest loaded one and never moves the reader.
+The view owns its state (a headless :class:`ThreadModel`), its bindings, its polling
+timer and its workers; the App only manages tabs. All reads go through the read-only
+reader in workers; a poll first asks for a change token (two primary-key lookups) and
+reads nothing more when nothing moved; the widget applies exactly the rows that changed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
-from termal_tui.models import MailboxMessage, MailboxSummary
-from termal_tui.presentation import divider_positions, merge_newest_first
+from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage
+from termal_tui.presentation import summary_title
+from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import NotFoundError, StoreError
 from termal_tui.store.formats import READ_LIMIT_MAX
-from termal_tui.tui.messages import ThreadFailed, ThreadLoaded
-from termal_tui.tui.render import divider, line, message_row, participants_bar
-
-if TYPE_CHECKING:
-    from termal_tui.tui.app import MailboxApp
+from termal_tui.store.reader import MailboxReader
+from termal_tui.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
+from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
+from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
 
 PAGE_SIZE: Final = 50
-LOAD_OLDER_ID: Final = "load-older"
-MAX_JUMP_ROWS: Final = 20_000
 MAX_REFRESH_ROWS: Final = 1_000
+JUMP_CONTEXT: Final = 25
+
+
+# ------------------------------------------------------------- typed results
+
+
+@dataclass
+class PageLoaded(Message):
+    summary: MailboxSummary
+    page: MessagePage
+    token: object
+
+
+@dataclass
+class OlderLoaded(Message):
+    page: MessagePage
+
+
+@dataclass
+class RefreshLoaded(Message):
+    summary: MailboxSummary | None  # None: nothing moved since the last poll
+    rows: list[MailboxMessage]
+    more: bool
+    token: object
+
+
+@dataclass
+class JumpLoaded(Message):
+    sequence: int
+    page: MessagePage
+    next_sequence: int
+
+
+@dataclass
+class GapLoaded(Message):
+    gap: Gap
+    page: MessagePage
+
+
+@dataclass
+class ReadFailed(Message):
+    error: str
+    missing: bool = False
+
+
+class TitleKnown(Message):
+    """The participants' names are known: the tab can be titled with them."""
+
+    def __init__(self, view: MailboxView, title: str) -> None:
+        super().__init__()
+        self.view = view
+        self.title = title
+
+
+class CloseRequested(Message):
+    def __init__(self, view: MailboxView) -> None:
+        super().__init__()
+        self.view = view
+
+
+# -------------------------------------------------------------------- header
+
+
+class ThreadHeader(Widget):
+    """``● Live 07:03:47 · 50 of latest #140 loaded · 3fcb1a2e`` on one line."""
+
+    DEFAULT_CSS = "ThreadHeader { height: 1; padding: 0 1; background: $panel; }"
+
+    state: reactive[str] = reactive("loading")
+    refreshed: reactive[str] = reactive("")
+    loaded: reactive[int] = reactive(0)
+    latest: reactive[int] = reactive(0)
+    mailbox: reactive[str] = reactive("")
+    error: reactive[str] = reactive("")
+
+    STATES: Final = {
+        "loading": ("◌ Loading", "bold $text-muted"),
+        "live": ("● Live", "bold $success"),
+        "paused": ("⏸ Paused", "bold $warning"),
+        "snapshot": ("◼ Snapshot", "bold $warning"),
+        "stale": ("● Stale", "bold $error"),
+    }
+
+    def render(self) -> Content:
+        label, style = self.STATES[self.state]
+        parts: list[Content | str] = [Content.styled(label, style)]
+        if self.refreshed:
+            parts.append(Content.styled(f" {self.refreshed}", "$text-muted"))
+        if self.latest:
+            parts.append(
+                Content.styled(
+                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$text-muted"
+                )
+            )
+        parts.append(Content.styled(f" · {self.mailbox}", "$text-muted"))
+        if self.error:
+            parts.append(Content.styled(f" · {visible_line(self.error, 300)}", "$error"))
+        return Content.assemble(*parts)
+
+
+# ---------------------------------------------------------------------- view
 
 
 class MailboxView(Vertical):
-    """A read-only mailbox thread with paging, expansion and live refresh."""
+    """A read-only mailbox thread with paging, jumps, expansion and live refresh."""
 
     DEFAULT_CSS = """
     MailboxView { height: 1fr; }
-    MailboxView #header { height: 1; padding: 0 1; background: $panel; }
     MailboxView #participants { height: auto; padding: 0 1; }
     MailboxView #new-notice {
         height: 1; padding: 0 1; display: none; background: $accent 30%; text-style: bold;
     }
     MailboxView.-has-new #new-notice { display: block; }
-    MailboxView #thread { height: 1fr; }
-    MailboxView #readonly { height: 1; padding: 0 1; color: $text-muted; }
+    MailboxView ThreadList { height: 1fr; border: none; }
+    MailboxView ThreadList > .option-list--option { padding: 0 1; }
     """
 
-    def __init__(self, mailbox_id: str, **kwargs: object) -> None:
+    BINDINGS = [
+        Binding("o", "older", "Older"),
+        Binding("f", "full_body", "Body"),
+        Binding("n", "show_new", "New"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("w", "close", "Close"),
+    ]
+
+    def __init__(
+        self,
+        mailbox_id: str,
+        reader: MailboxReader,
+        *,
+        session_id: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        interval: float = 0.0,
+        snapshot: bool = False,
+        **kwargs: object,
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.mailbox_id = mailbox_id
-        self.summary: MailboxSummary | None = None
-        self.messages: list[MailboxMessage] = []
-        self.has_older = False
-        self.expanded: set[str] = set()
-        self.pending: list[MailboxMessage] = []
-        self.live = True
-        self.error: str | None = None
-        self.last_refresh: str | None = None
+        self.reader = reader
+        self.session_id = session_id
+        self.clock = clock or (lambda: datetime.now().astimezone())
+        self.interval = interval
+        self.snapshot = snapshot
+        self.model = ThreadModel()
+        self.live = False
         self.refreshing = False
+        self.reading = False
+        self._token: object = None
         self._timer: Timer | None = None
+        self._width = 0
+
+    # ------------------------------------------------------------ properties
 
     @property
-    def mailbox_app(self) -> MailboxApp:
-        return self.app  # type: ignore[return-value]
+    def summary(self) -> MailboxSummary | None:
+        return self.model.summary
+
+    @property
+    def messages(self) -> list[MailboxMessage]:
+        return [item for item in self.model.items if isinstance(item, MailboxMessage)]
+
+    @property
+    def pending(self) -> list[MailboxMessage]:
+        return self.model.pending
+
+    @property
+    def has_older(self) -> bool:
+        return self.model.has_older
+
+    @property
+    def thread(self) -> ThreadList:
+        return self.query_one(ThreadList)
 
     def compose(self) -> ComposeResult:
-        yield Static(Content(f"Mailbox {self.mailbox_id}"), id="header")
+        yield ThreadHeader()
         yield Static(Content(""), id="participants")
         yield Static(Content(""), id="new-notice")
-        yield OptionList(id="thread")
-        yield Static(
-            Content(
-                "Read-only view: opening, expanding, paging and refreshing never change "
-                "the database or any cursor."
-            ),
-            id="readonly",
-        )
+        yield ThreadList(id="thread")
 
     def on_mount(self) -> None:
+        header = self.query_one(ThreadHeader)
+        header.mailbox = short_id(self.mailbox_id)
         self.loading = True
-        interval = self.mailbox_app.poll_interval
-        if interval > 0:
-            self._timer = self.set_interval(interval, self.poll)
+        if self.interval > 0:
+            self._timer = self.set_interval(self.interval, self.poll)
         self.load_first_page()
 
-    # ------------------------------------------------------------- visibility
+    # ------------------------------------------------------------- bindings
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "older":
+            return self.model.has_older
+        if action == "show_new":
+            return bool(self.model.pending)
+        if action == "full_body":
+            return self.highlighted_message() is not None
+        return True
+
+    def action_older(self) -> None:
+        self.load_older()
+
+    def action_show_new(self) -> None:
+        self.show_new()
+
+    def action_refresh(self) -> None:
+        self.refresh_thread(force=True)
+
+    def action_close(self) -> None:
+        self.post_message(CloseRequested(self))
+
+    def action_full_body(self) -> None:
+        from termal_tui.tui.screens.body import BodyScreen
+
+        message = self.highlighted_message()
+        if message is not None:
+            self.app.push_screen(BodyScreen(message))
+
+    # -------------------------------------------------------------- polling
 
     def set_visible_tab(self, active: bool) -> None:
         """Coming back to a tab refreshes it at once (ticks are skipped while hidden)."""
         if active and self._timer is not None:
             self.poll()
 
-    # ---------------------------------------------------------------- workers
-
-    @work(group="thread-read", exclusive=False)
-    async def load_first_page(self) -> None:
-        reader = self.mailbox_app.reader
-        session = self.mailbox_app.session_id
-        try:
-            summary = await reader.get_mailbox(self.mailbox_id, session)
-            page = await reader.read_page(self.mailbox_id, None, PAGE_SIZE, session)
-        except NotFoundError as error:
-            self.post_message(ThreadFailed(str(error), missing=True))
-            return
-        except StoreError as error:
-            self.post_message(ThreadFailed(str(error)))
-            return
-        self.post_message(ThreadLoaded(summary, page.messages, page.has_older, "first"))
-
-    @work(group="thread-read", exclusive=False)
-    async def load_older(self) -> None:
-        if not self.has_older or not self.messages:
-            return
-        reader = self.mailbox_app.reader
-        try:
-            page = await reader.read_page(
-                self.mailbox_id,
-                self.messages[-1].sequence,
-                PAGE_SIZE,
-                self.mailbox_app.session_id,
-            )
-        except StoreError as error:
-            self.post_message(ThreadFailed(str(error)))
-            return
-        assert self.summary is not None
-        self.post_message(ThreadLoaded(self.summary, page.messages, page.has_older, "older"))
+    def _on_screen(self) -> bool:
+        pane = self.parent
+        tabs = pane.parent.parent if pane is not None and pane.parent is not None else None
+        active = getattr(tabs, "active", None)
+        return pane is not None and (active is None or active == pane.id)
 
     def poll(self) -> None:
-        """Timer tick: only for the tab on screen, never overlapping the previous refresh.
+        """Timer tick: only for the tab on screen, never overlapping the previous read.
 
         With nothing loaded yet (the first page failed, e.g. the file was locked) it
         loads the first page again instead of reading everything after #0.
         """
-        if self.refreshing or self.mailbox_app.active_view() is not self:
+        if self.refreshing or self.reading or not self._on_screen():
             return
-        if self.summary is None:
+        if self.model.summary is None:
             self.load_first_page()
         else:
             self.refresh_thread()
 
-    @work(group="thread-refresh", exclusive=False)
-    async def refresh_thread(self) -> None:
-        if self.refreshing:
+    # -------------------------------------------------------------- workers
+
+    @work(group="read", exclusive=False, exit_on_error=False)
+    async def load_first_page(self) -> None:
+        self.reading = True
+        try:
+            token = await self.reader.change_token(self.mailbox_id)
+            page = await self.reader.read_page(self.mailbox_id, None, PAGE_SIZE, self.session_id)
+            head = await self.reader.get_head(self.mailbox_id, self.session_id)
+        finally:
+            self.reading = False
+        self.post_message(PageLoaded(head, page, token))
+
+    @work(group="read", exclusive=False, exit_on_error=False)
+    async def load_older(self) -> None:
+        oldest = self.model.oldest_sequence
+        if self.reading or not self.model.has_older or oldest is None:
+            return
+        self.reading = True
+        try:
+            page = await self.reader.read_page(self.mailbox_id, oldest, PAGE_SIZE, self.session_id)
+        finally:
+            self.reading = False
+        self.post_message(OlderLoaded(page))
+
+    @work(group="refresh", exclusive=False, exit_on_error=False)
+    async def refresh_thread(self, force: bool = False) -> None:
+        if self.refreshing or self.model.summary is None:
+            if self.model.summary is None and not self.reading:
+                self.load_first_page()
             return
         self.refreshing = True
         try:
-            reader = self.mailbox_app.reader
-            session = self.mailbox_app.session_id
-            newest = max(
-                [m.sequence for m in self.messages] + [m.sequence for m in self.pending],
-                default=0,
-            )
-            summary = await reader.get_mailbox(self.mailbox_id, session)
+            token = await self.reader.change_token(self.mailbox_id)
+            if token is None:
+                raise NotFoundError("mailbox not found")
+            if token == self._token and not force:
+                self.post_message(RefreshLoaded(None, [], False, token))
+                return
+            head = await self.reader.get_head(self.mailbox_id, self.session_id)
+            newest = self.model.newest_sequence
             fresh: list[MailboxMessage] = []
-            # Bounded: one refresh brings at most MAX_REFRESH_ROWS newer rows.
-            while len(fresh) < MAX_REFRESH_ROWS:
-                batch = await reader.read_range(self.mailbox_id, newest, READ_LIMIT_MAX, session)
+            more = False
+            while True:  # bounded: at most MAX_REFRESH_ROWS per refresh
+                batch = await self.reader.read_range(
+                    self.mailbox_id, newest, READ_LIMIT_MAX, self.session_id
+                )
                 fresh.extend(batch)
                 if len(batch) < READ_LIMIT_MAX:
                     break
                 newest = batch[-1].sequence
-            self.post_message(ThreadLoaded(summary, fresh, None, "refresh"))
-        except NotFoundError as error:
-            self.post_message(ThreadFailed(str(error), missing=True))
-        except StoreError as error:
-            self.post_message(ThreadFailed(str(error)))
+                if len(fresh) >= MAX_REFRESH_ROWS:
+                    more = True
+                    break
         finally:
             self.refreshing = False
+        self.post_message(RefreshLoaded(head, fresh, more, token))
 
-    # --------------------------------------------------------------- handlers
+    @work(group="read", exclusive=False, exit_on_error=False)
+    async def jump_to(self, sequence: int) -> None:
+        """Select ``#sequence``: at once if loaded, else read a window around it."""
+        if self.highlight_sequence(sequence):
+            return
+        if self.model.pending and sequence > self.model.newest_sequence - len(self.model.pending):
+            self.show_new()
+            if self.highlight_sequence(sequence):
+                return
+        token = await self.reader.change_token(self.mailbox_id)
+        next_sequence = int(token[0]) if token and isinstance(token[0], int) else 0
+        page = await self.reader.read_page(
+            self.mailbox_id, sequence + JUMP_CONTEXT + 1, 2 * JUMP_CONTEXT + 1, self.session_id
+        )
+        self.post_message(JumpLoaded(sequence, page, next_sequence))
 
-    @on(ThreadLoaded)
-    def _loaded(self, event: ThreadLoaded) -> None:
+    @work(group="read", exclusive=False, exit_on_error=False)
+    async def load_gap(self, gap: Gap) -> None:
+        page = await self.reader.read_page(self.mailbox_id, gap.newer, PAGE_SIZE, self.session_id)
+        self.post_message(GapLoaded(gap, page))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place where a failed read becomes Stale and a notification."""
+        if event.state != WorkerState.ERROR:
+            return
+        event.stop()
+        error = event.worker.error
+        if isinstance(error, StoreError):
+            self.post_message(ReadFailed(str(error), isinstance(error, NotFoundError)))
+        else:
+            self.post_message(ReadFailed(f"unexpected error: {type(error).__name__}: {error}"))
+
+    # -------------------------------------------------------------- results
+
+    @on(PageLoaded)
+    def _page_loaded(self, event: PageLoaded) -> None:
         event.stop()
         self.loading = False
-        self.live = True
-        self.error = None
-        self.last_refresh = self.mailbox_app.now_text()
-        if event.kind == "first":
-            self.summary = event.summary
-            self.messages = list(event.messages)
-            self.has_older = bool(event.has_older)
-            self._rebuild()
-            thread = self.query_one("#thread", OptionList)
-            if self.messages:
-                thread.highlighted = 0
-            if self.mailbox_app.active_view() is self:
-                thread.focus()
-        elif event.kind == "older":
-            self.has_older = bool(event.has_older)
-            self._append_older(event.messages)
-        else:
-            changed_summary = event.summary != self.summary
-            self.summary = event.summary
-            if event.messages:
-                known = {m.id for m in self.messages}
-                self.pending = merge_newest_first(
-                    self.pending, [m for m in event.messages if m.id not in known]
-                )
-            if self.pending and self._reader_at_top():
-                self.show_new()
-            elif changed_summary:
-                self._rebuild()
+        self._token = event.token
+        change = self.model.load_first(event.summary, event.page.messages, event.page.has_older)
+        self._apply(change)
+        if self.model.items:
+            self.thread.highlighted = 0
+        self._mark_live()
+        self.post_message(TitleKnown(self, summary_title(event.summary)))
+
+    @on(OlderLoaded)
+    def _older_loaded(self, event: OlderLoaded) -> None:
+        event.stop()
+        self._apply(self.model.add_older(event.page.messages, event.page.has_older))
         self._update_chrome()
 
-    @on(ThreadFailed)
-    def _failed(self, event: ThreadFailed) -> None:
+    @on(RefreshLoaded)
+    def _refresh_loaded(self, event: RefreshLoaded) -> None:
+        event.stop()
+        self._token = event.token
+        if event.summary is not None:
+            self._apply(self.model.update_summary(event.summary))
+            if event.rows or event.more:
+                self.model.add_newer(event.rows, event.more)
+            if self.model.pending and self._reader_at_top():
+                self.show_new()
+        self._mark_live()
+
+    @on(JumpLoaded)
+    def _jump_loaded(self, event: JumpLoaded) -> None:
+        event.stop()
+        rows = event.page.messages
+        if any(m.sequence == event.sequence for m in rows):
+            self._apply(self.model.place_window(rows, event.page.has_older, True))
+            self.highlight_sequence(event.sequence)
+        elif 1 <= event.sequence < event.next_sequence:
+            self.notify(
+                f"#{event.sequence} is a control-plane row (a structured review result) that "
+                "this view hides.",
+                markup=False,
+            )
+        else:
+            self.notify(f"There is no message #{event.sequence} in this mailbox.", markup=False)
+        self._update_chrome()
+
+    @on(GapLoaded)
+    def _gap_loaded(self, event: GapLoaded) -> None:
+        event.stop()
+        page = event.page
+        complete = not page.has_older or (
+            bool(page.messages) and page.messages[-1].sequence <= event.gap.older + 1
+        )
+        self._apply(self.model.fill_gap(event.gap, page.messages, complete))
+        self._update_chrome()
+
+    @on(ReadFailed)
+    def _failed(self, event: ReadFailed) -> None:
         event.stop()
         self.loading = False
         self.live = False
-        self.error = (
-            f"This mailbox is no longer available: {event.error}" if event.missing else event.error
-        )
+        header = self.query_one(ThreadHeader)
+        header.state = "stale"
+        header.error = f"no longer available: {event.error}" if event.missing else event.error
         self._update_chrome()
 
     @on(OptionList.OptionSelected, "#thread")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        option_id = event.option.id
-        if option_id == LOAD_OLDER_ID:
-            self.load_older()
-        elif option_id is not None:
-            self.toggle(option_id)
+        option = event.option
+        item = option.item if isinstance(option, RowOption) else None
+        if isinstance(item, Gap):
+            self.load_gap(item)
+        elif isinstance(item, MailboxMessage):
+            self.toggle(item.id)
 
-    # ---------------------------------------------------------------- actions
+    @on(OptionList.OptionHighlighted, "#thread")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self.refresh_bindings()
+        # Reaching the last rows loads the next older page (no key needed).
+        if event.option_index >= self.thread.option_count - 2 and self.model.has_older:
+            self.load_older()
+
+    def on_resize(self) -> None:
+        width = self._row_width()
+        if width != self._width and self.model.items:
+            self._width = width
+            self._render_all()
+
+    # -------------------------------------------------------------- actions
 
     def toggle(self, message_id: str) -> None:
-        message = self.message_by_id(message_id)
-        if message is None or self.summary is None:
-            return
-        if message_id in self.expanded:
-            self.expanded.discard(message_id)
-        else:
-            self.expanded.add(message_id)
-        self.query_one("#thread", OptionList).replace_option_prompt(
-            message_id, message_row(message, self.summary, message_id in self.expanded)
-        )
+        self._apply(self.model.toggle(message_id))
 
     def show_new(self) -> None:
-        """Bring announced new rows into the thread."""
-        if not self.pending:
+        """Bring announced new rows into the thread (at the top)."""
+        if not self.model.pending:
             return
-        self.messages = merge_newest_first(self.messages, self.pending)
-        self.pending = []
-        self._rebuild()
+        more = self.model.pending_more
+        self._apply(self.model.show_pending())
+        self.model.pending_more = False
+        if more:
+            self.refresh_thread(force=True)
         self._update_chrome()
 
     def message_by_id(self, message_id: str) -> MailboxMessage | None:
-        for message in self.messages:
-            if message.id == message_id:
-                return message
-        return None
+        return self.model.by_id.get(message_id)
 
     def highlighted_message(self) -> MailboxMessage | None:
-        option = self.query_one("#thread", OptionList).highlighted_option
-        if option is None or option.id is None:
+        try:
+            option = self.thread.highlighted_option
+        except Exception:
             return None
-        return self.message_by_id(option.id)
+        item = option.item if isinstance(option, RowOption) else None
+        return item if isinstance(item, MailboxMessage) else None
 
     def highlight_sequence(self, sequence: int) -> bool:
-        for message in self.messages:
-            if message.sequence == sequence:
-                thread = self.query_one("#thread", OptionList)
-                thread.highlighted = thread.get_option_index(message.id)
-                thread.focus()
-                return True
-        return False
+        index = self.model.index_of_sequence(sequence)
+        if index is None:
+            return False
+        thread = self.thread
+        thread.highlighted = index
+        thread.scroll_to_highlight(top=True)
+        thread.focus()
+        return True
 
-    @work(group="thread-read", exclusive=False)
-    async def jump_to(self, sequence: int) -> None:
-        """Load older pages until ``#sequence`` is loaded, then highlight it."""
-        if self.highlight_sequence(sequence):
-            return
-        reader = self.mailbox_app.reader
-        gathered: list[MailboxMessage] = []
-        has_older = self.has_older
-        oldest = self.messages[-1].sequence if self.messages else None
-        try:
-            while has_older and oldest is not None and oldest > sequence:
-                if len(gathered) >= MAX_JUMP_ROWS:
-                    self.notify(
-                        f"#{sequence} is more than {MAX_JUMP_ROWS} rows below; load older pages.",
-                        severity="warning",
-                        markup=False,
-                    )
-                    break
-                page = await reader.read_page(
-                    self.mailbox_id, oldest, READ_LIMIT_MAX, self.mailbox_app.session_id
-                )
-                gathered.extend(page.messages)
-                has_older = page.has_older
-                oldest = page.oldest_sequence
-        except StoreError as error:
-            self.post_message(ThreadFailed(str(error)))
-            return
-        if gathered and self.summary is not None:
-            self.has_older = has_older
-            self._append_older(gathered)
-            self._update_chrome()
-        if not self.highlight_sequence(sequence):
-            self.notify(f"No visible message #{sequence} in this mailbox.", markup=False)
+    # ------------------------------------------------------------- rendering
 
-    # -------------------------------------------------------------- rendering
+    def _row_width(self) -> int:
+        region = self.thread.scrollable_content_region
+        return max(20, (region.width or self.size.width) - 2)
+
+    def _option(self, item: Item, dividers: dict[str, list]) -> RowOption:
+        key = item_key(item)
+        marks = dividers.get(key, [])
+        if isinstance(item, MailboxMessage):
+            assert self.model.summary is not None
+            prompt = message_row(
+                item,
+                self.model.summary,
+                item.id in self.model.expanded,
+                dividers=marks,
+                width=self._width or self._row_width(),
+                body_lines=max(5, self.size.height - 22),
+                processed=self.model.is_processed(item),
+            )
+            return RowOption(prompt, key, item)
+        if isinstance(item, Gap):
+            return RowOption(gap_row(item, marks), key, item)
+        return RowOption(start_marker(), key, StartMarker(), disabled=True)
+
+    def _apply(self, change: Change) -> None:
+        """Apply a model change to the widget: splices, then changed rows only."""
+        if not change:
+            return
+        thread = self.thread
+        dividers = self.model.dividers()
+        spliced: set[str] = set()
+        with self.app.batch_update():
+            for splice in change.splices:
+                options = [self._option(item, dividers) for item in splice.items]
+                spliced |= {item_key(item) for item in splice.items}
+                thread.splice(splice.index, splice.count, options)
+            prompts = {}
+            for key in change.changed - spliced:
+                item = self.model.by_id.get(key)
+                if item is None:
+                    index = self.model.index_of(key)
+                    item = self.model.items[index] if index is not None else None
+                if item is not None:
+                    prompts[key] = self._option(item, dividers).prompt
+            if prompts:
+                thread.replace_rows(prompts)
+        self._update_chrome()
+
+    def _render_all(self) -> None:
+        dividers = self.model.dividers()
+        options = [self._option(item, dividers) for item in self.model.items]
+        highlighted = self.thread.highlighted
+        self.thread.set_options(options)
+        if highlighted is not None and options:
+            self.thread.highlighted = min(highlighted, len(options) - 1)
 
     def _reader_at_top(self) -> bool:
-        thread = self.query_one("#thread", OptionList)
+        thread = self.thread
         return thread.scroll_y == 0 and thread.highlighted in (None, 0)
 
-    def _options_for(self, start: int) -> list[Option]:
-        assert self.summary is not None
-        dividers = divider_positions(self.messages, self.summary)
-        options: list[Option] = []
-        for index in range(start, len(self.messages)):
-            message = self.messages[index]
-            for item in dividers.get(index, []):
-                options.append(Option(divider(item), disabled=True))
-            options.append(
-                Option(
-                    message_row(message, self.summary, message.id in self.expanded),
-                    id=message.id,
-                )
-            )
-        if self.has_older:
-            options.append(
-                Option(
-                    Content.styled("↓ Load older messages (o)", "bold $accent"), id=LOAD_OLDER_ID
-                )
-            )
-        elif self.messages:
-            options.append(
-                Option(Content.styled("— start of mailbox —", "$text-muted"), disabled=True)
-            )
-        return options
-
-    def _rebuild(self) -> None:
-        if self.summary is None:
-            return
-        thread = self.query_one("#thread", OptionList)
-        highlighted = thread.highlighted_option.id if thread.highlighted_option else None
-        scroll_y = thread.scroll_y
-        with self.app.batch_update():
-            thread.clear_options()
-            thread.add_options(self._options_for(0))
-            if highlighted is not None:
-                try:
-                    thread.highlighted = thread.get_option_index(highlighted)
-                except Exception:
-                    thread.highlighted = 0 if self.messages else None
-            thread.scroll_to(y=scroll_y, animate=False, immediate=True)
-
-    def _append_older(self, older: list[MailboxMessage]) -> None:
-        if self.summary is None:
-            return
-        known = {m.id for m in self.messages}
-        fresh = [m for m in older if m.id not in known]
-        start = len(self.messages)
-        self.messages = merge_newest_first(self.messages, fresh)
-        if self.messages[start:] != sorted(fresh, key=lambda m: m.sequence, reverse=True):
-            self._rebuild()  # out-of-order data: fall back to a full rebuild
-            return
-        thread = self.query_one("#thread", OptionList)
-        with self.app.batch_update():
-            last = thread.option_count - 1
-            if last >= 0:
-                thread.remove_option_at_index(last)  # the load-older / start marker
-            thread.add_options(self._options_for(start))
+    def _mark_live(self) -> None:
+        self.live = True
+        header = self.query_one(ThreadHeader)
+        header.error = ""
+        if self.snapshot:
+            header.state = "snapshot"
+        elif self.interval <= 0:
+            header.state = "paused"
+        else:
+            header.state = "live"
+        header.refreshed = self.clock().strftime("%H:%M:%S")
+        self._update_chrome()
 
     def _update_chrome(self) -> None:
-        header = self.query_one("#header", Static)
-        state = (
-            Content.styled("● Live", "bold $success")
-            if self.live
-            else Content.styled("● Stale", "bold $error")
-        )
-        refreshed = f"refreshed {self.last_refresh}" if self.last_refresh else "not loaded yet"
-        parts = [
-            Content.styled("Mailbox ", "$text-muted"),
-            line(self.mailbox_id, "bold"),
-            "  ",
-            state,
-            Content.styled(f"  {refreshed}", "$text-muted"),
-        ]
-        if self.summary is not None:
-            parts.append(
-                Content.styled(
-                    f"  ·  {len(self.messages)} of latest #{self.summary.latest_sequence} loaded",
-                    "$text-muted",
-                )
+        header = self.query_one(ThreadHeader)
+        header.loaded = self.model.loaded
+        header.latest = self.model.latest_sequence
+        if self.model.summary is not None:
+            self.query_one("#participants", Static).update(
+                participants_bar(self.model.summary, self.model.latest_sequence)
             )
-        if self.error:
-            parts.append(Content("  "))
-            parts.append(line(self.error, "$error", 200))
-        header.update(Content.assemble(*parts))
-        if self.summary is not None:
-            self.query_one("#participants", Static).update(participants_bar(self.summary))
         notice = self.query_one("#new-notice", Static)
-        if self.pending:
-            count = len(self.pending)
-            noun = "message" if count == 1 else "messages"
-            notice.update(Content(f"▲ {count} new {noun} above — press n to show"))
-        self.set_class(bool(self.pending), "-has-new")
+        if self.model.pending:
+            count = len(self.model.pending)
+            shown = f"{count:,}+" if self.model.pending_more else f"{count:,}"
+            noun = "message" if count == 1 and not self.model.pending_more else "messages"
+            notice.update(Content(f"▲ {shown} new {noun} above — press n to show"))
+        self.set_class(bool(self.model.pending), "-has-new")
+        self.refresh_bindings()
