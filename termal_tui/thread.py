@@ -217,12 +217,18 @@ class ThreadModel:
         change.changed |= self._divider_keys_after(change)
         return change
 
-    def add_newer(self, messages: Sequence[MailboxMessage], more: bool) -> None:
-        """Rows newer than everything known: held as pending until shown."""
+    def add_newer(
+        self, messages: Sequence[MailboxMessage], more: bool, cap: int | None = None
+    ) -> None:
+        """Rows newer than everything known: held as pending until shown, at most ``cap``
+        of them (the oldest first: the rest are read after these are shown)."""
         known = set(self.by_id) | {m.id for m in self.pending}
-        fresh = [m for m in messages if m.id not in known]
+        fresh = sorted((m for m in messages if m.id not in known), key=lambda m: m.sequence)
+        if cap is not None and len(self.pending) + len(fresh) > cap:
+            fresh = fresh[: max(0, cap - len(self.pending))]
+            more = True
         self.pending = sorted([*self.pending, *fresh], key=lambda m: m.sequence, reverse=True)
-        self.pending_more = more
+        self.pending_more = more or self.pending_more
 
     def show_pending(self) -> Change:
         """Bring pending rows in at the top."""

@@ -175,7 +175,7 @@ async def test_enter_expands_a_row_with_wake_diagnostics_and_full_body_opens(dem
             "Wake state",
             "Dispatch outcome",
             "State stamp",
-            "Unread depth at append",
+            "Unread at append",
             "Message id",
             "Idempotency key",
             "more lines — press f for the full body",

@@ -46,10 +46,10 @@ class MailboxApp(App[None]):
     TITLE = "termal-tui (read-only)"
     COMMANDS = App.COMMANDS | {MailboxCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("q", "quit", "Quit", show=False, id="quit"),  # shown by the index
         Binding("question_mark", "help", "Help", id="help"),
-        Binding("left_square_bracket", "previous_tab", "Tab", key_display="[", id="prev-tab"),
-        Binding("right_square_bracket", "next_tab", "Tab", key_display="]", id="next-tab"),
+        Binding("left_square_bracket", "previous_tab", "Tabs", key_display="[ ]", id="prev-tab"),
+        Binding("right_square_bracket", "next_tab", "Next tab", show=False, id="next-tab"),
         Binding("ctrl+right", "next_tab", "Next tab", show=False),
         Binding("ctrl+left", "previous_tab", "Prev tab", show=False),
         Binding("0", "show_index", "Index", id="index"),
@@ -98,7 +98,7 @@ class MailboxApp(App[None]):
         yield Header()
         with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
             yield MailboxIndex(session_id=self.session_id, clock=self._clock, id="mailbox-index")
-        yield Footer()
+        yield Footer(compact=True)
 
     async def on_mount(self) -> None:
         self.query_one(MailboxIndex).loading = True

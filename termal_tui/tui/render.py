@@ -30,7 +30,7 @@ PROCESSED_GLYPH: Final = "✓"
 SHORT_ID_CHARS: Final = 8
 # Processed rows are drawn dim (SGR 2) in the muted colour: dimmer than unread rows in
 # 256-colour and truecolour alike, and under NO_COLOR the glyph and word carry it.
-PROCESSED_STYLE: Final = "dim $text-muted"
+PROCESSED_STYLE: Final = "$foreground 50%"
 
 
 def text(value: str, style: str = "") -> Content:
@@ -58,7 +58,7 @@ def card(summary: MailboxSummary, width: int = 78) -> Content:
     when = format_time(summary.latest_message_at) if summary.latest_message_at else ""
     meta = Content.styled(
         f"  #{summary.latest_sequence} · {visible_line(when)} · {short_id(summary.id)}",
-        "$text-muted",
+        "$foreground 65%",
     )
     head = Content.assemble(badge, "  ", line(summary_title(summary), "bold", 60), meta)
     preview_text = (
@@ -117,7 +117,7 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # ty
 
 
 def start_marker() -> Content:
-    return Content.styled("  — start of mailbox —", "$text-muted")
+    return Content.styled("  — start of mailbox —", "$foreground 65%")
 
 
 def unreadable_row(message: MailboxMessage) -> Content:
@@ -181,7 +181,7 @@ def message_row(
             Content.styled(" → ", base),
             line(message.target_name, base, 24),
             "  ",
-            line(format_time(message.created_at), base or "$text-muted"),
+            line(format_time(message.created_at), base or "$foreground 65%"),
             "  ",
             status,
         )
@@ -202,7 +202,7 @@ def message_row(
     if rest and remaining > 8:
         summary_line = Content.assemble(
             title_content,
-            Content.styled(" — ", base or "$text-muted"),
+            Content.styled(" — ", base or "$foreground 65%"),
             line(rest, base, remaining),
         )
     lines.append(Content("   ") + summary_line)
@@ -226,17 +226,17 @@ def _details(
         ("Dispatch outcome", message.dispatch_outcome or "not finalized (NULL)"),
         ("Topic", message.topic if message.topic is not None else "—"),
         ("State stamp", message.state_stamp if message.state_stamp is not None else "—"),
-        ("Unread depth at append", str(message.unread_depth_at_append)),
+        ("Unread at append", str(message.unread_depth_at_append)),
         ("Mailbox id", message.mailbox_id),
         ("Message id", message.id),
         ("Idempotency key", message.idempotency_key),
     ]
     out = [
-        Content.assemble(Content.styled(f"   {name:<23}", "$text-muted"), line(value, "", 200))
+        Content.assemble(Content.styled(f"   {name:<17}", "$foreground 65%"), line(value, "", 200))
         for name, value in fields
     ]
     if envelope is not None:
-        out.append(Content.styled("   Review result", "$text-muted"))
+        out.append(Content.styled("   Review result", "$foreground 65%"))
         out.append(Content("     ") + line(f"{envelope.status}: {envelope.summary}", "bold", 300))
         for finding in envelope.findings:
             where = finding.file or ""
@@ -252,7 +252,7 @@ def _details(
             out.append(Content("     ") + line(f"$ {command.command} → {command.status}", "", 300))
         return out
     body, hidden = cap_lines(visible(message.body), max(3, body_lines))
-    out.append(Content.styled("   Body", "$text-muted"))
+    out.append(Content.styled("   Body", "$foreground 65%"))
     out.extend(Content("     ") + Content(body_line) for body_line in body.split("\n"))
     if hidden:
         out.append(

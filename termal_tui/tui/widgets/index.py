@@ -23,21 +23,24 @@ from termal_tui.tui.messages import IndexLoaded, OpenMailbox
 from termal_tui.tui.render import card
 
 
+class CardList(OptionList):
+    """The index's cards; enter opens (shown in the footer)."""
+
+    BINDINGS = [Binding("enter", "select", "Open")]
+
+
 class MailboxIndex(Vertical):
     """Cards for every visible mailbox. Selecting one posts :class:`OpenMailbox`."""
 
     DEFAULT_CSS = """
-    MailboxIndex #index-status { height: 1; padding: 0 1; color: $text-muted; }
+    MailboxIndex #index-status { height: 1; padding: 0 1; color: $foreground 65%; }
     MailboxIndex #index-empty { padding: 1 2; display: none; }
     MailboxIndex.-empty #index-empty { display: block; }
     MailboxIndex.-empty #cards { display: none; }
     MailboxIndex #cards { height: 1fr; border: none; }
     MailboxIndex #cards > .option-list--option { padding: 0 1; }
     """
-    BINDINGS = [
-        Binding("enter", "open", "Open"),
-        Binding("r", "refresh", "Refresh"),
-    ]
+    BINDINGS = [Binding("r", "refresh", "Refresh"), Binding("q", "app.quit", "Quit")]
 
     def __init__(
         self,
@@ -67,7 +70,7 @@ class MailboxIndex(Vertical):
             ),
             id="index-empty",
         )
-        yield OptionList(id="cards")
+        yield CardList(id="cards")
 
     def start(
         self, reader: MailboxReader, interval: float, *, snapshot: bool, load_now: bool
@@ -94,9 +97,6 @@ class MailboxIndex(Vertical):
 
     def action_refresh(self) -> None:
         self.load()
-
-    def action_open(self) -> None:
-        self.query_one("#cards", OptionList).action_select()
 
     @work(group="index", exclusive=False, exit_on_error=False)
     async def load(self) -> None:
@@ -136,7 +136,7 @@ class MailboxIndex(Vertical):
             Content.styled(
                 f" {self.clock().strftime('%H:%M:%S')} · {count} mailbox"
                 f"{'es' if count != 1 else ''} · {unread:,} unread",
-                "$text-muted",
+                "$foreground 65%",
             ),
         )
 

@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.reactive import reactive
 from textual.timer import Timer
@@ -113,7 +114,7 @@ class ThreadHeader(Widget):
     error: reactive[str] = reactive("")
 
     STATES: Final = {
-        "loading": ("◌ Loading", "bold $text-muted"),
+        "loading": ("◌ Loading", "bold $foreground 65%"),
         "live": ("● Live", "bold $success"),
         "paused": ("⏸ Paused", "bold $warning"),
         "snapshot": ("◼ Snapshot", "bold $warning"),
@@ -124,14 +125,14 @@ class ThreadHeader(Widget):
         label, style = self.STATES[self.state]
         parts: list[Content | str] = [Content.styled(label, style)]
         if self.refreshed:
-            parts.append(Content.styled(f" {self.refreshed}", "$text-muted"))
+            parts.append(Content.styled(f" {self.refreshed}", "$foreground 65%"))
         if self.latest:
             parts.append(
                 Content.styled(
-                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$text-muted"
+                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$foreground 65%"
                 )
             )
-        parts.append(Content.styled(f" · {self.mailbox}", "$text-muted"))
+        parts.append(Content.styled(f" · {self.mailbox}", "$foreground 65%"))
         if self.error:
             parts.append(Content.styled(f" · {visible_line(self.error, 300)}", "$error"))
         return Content.assemble(*parts)
@@ -323,7 +324,12 @@ class MailboxView(Vertical):
             newest = self.model.newest_sequence
             fresh: list[MailboxMessage] = []
             more = False
-            while True:  # bounded: at most MAX_REFRESH_ROWS per refresh
+            # Bounded: at most MAX_REFRESH_ROWS per refresh, and no more while that many
+            # already wait unseen (they come in with n, then the next ones are read).
+            room = MAX_REFRESH_ROWS - len(self.model.pending)
+            if room <= 0:
+                more = head.latest_sequence > newest
+            while room > 0:
                 batch = await self.reader.read_range(
                     self.mailbox_id, newest, READ_LIMIT_MAX, self.session_id
                 )
@@ -331,8 +337,9 @@ class MailboxView(Vertical):
                 if len(batch) < READ_LIMIT_MAX:
                     break
                 newest = batch[-1].sequence
-                if len(fresh) >= MAX_REFRESH_ROWS:
+                if len(fresh) >= room:
                     more = True
+                    fresh = fresh[:room]
                     break
         finally:
             self.refreshing = False
@@ -397,7 +404,7 @@ class MailboxView(Vertical):
         if event.summary is not None:
             self._apply(self.model.update_summary(event.summary))
             if event.rows or event.more:
-                self.model.add_newer(event.rows, event.more)
+                self.model.add_newer(event.rows, event.more, cap=MAX_REFRESH_ROWS)
             if self.model.pending and self._reader_at_top():
                 self.show_new()
         self._mark_live()
@@ -485,7 +492,7 @@ class MailboxView(Vertical):
     def highlighted_message(self) -> MailboxMessage | None:
         try:
             option = self.thread.highlighted_option
-        except Exception:
+        except NoMatches:  # not mounted yet
             return None
         item = option.item if isinstance(option, RowOption) else None
         return item if isinstance(item, MailboxMessage) else None
@@ -503,8 +510,8 @@ class MailboxView(Vertical):
     # ------------------------------------------------------------- rendering
 
     def _row_width(self) -> int:
-        region = self.thread.scrollable_content_region
-        return max(20, (region.width or self.size.width) - 2)
+        """Cells a row may use: the list's width less padding, scrollbar and one spare."""
+        return max(20, (self.thread.size.width or self.size.width) - 5)
 
     def _option(self, item: Item, dividers: dict[str, list]) -> RowOption:
         key = item_key(item)

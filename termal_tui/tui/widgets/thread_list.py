@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -26,6 +27,8 @@ class RowOption(Option):
 
 class ThreadList(OptionList):
     """The thread's rows, updated incrementally."""
+
+    BINDINGS = [Binding("enter", "select", "Expand")]
 
     def _measure(self, option: Option) -> int:
         padding = self.get_component_styles("option-list--option").padding
@@ -121,6 +124,36 @@ class ThreadList(OptionList):
         self._option_render_cache.clear()
         self.refresh()
         self._update_lines()
+
+    def action_page_down(self) -> None:
+        """A row taller than the screen is read page by page before the highlight moves."""
+        span = self._highlighted_span()
+        if span is not None:
+            _top, bottom = span
+            height = self.scrollable_content_region.height
+            if bottom > self.scroll_y + height:
+                self.scroll_to(y=min(bottom - height, self.scroll_y + height), animate=False)
+                return
+        super().action_page_down()
+
+    def action_page_up(self) -> None:
+        span = self._highlighted_span()
+        if span is not None:
+            top, _ = span
+            if top < self.scroll_y:
+                height = self.scrollable_content_region.height
+                self.scroll_to(y=max(top, self.scroll_y - height), animate=False)
+                return
+        super().action_page_up()
+
+    def _highlighted_span(self) -> tuple[int, int] | None:
+        index = self.highlighted
+        if index is None:
+            return None
+        self._update_lines()
+        top = self._line_cache.index_to_line.get(index)
+        height = self._line_cache.heights.get(index)
+        return None if top is None or height is None else (top, top + height)
 
     def remeasure(self) -> None:
         """After a width change: every option measured again."""

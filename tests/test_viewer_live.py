@@ -1,0 +1,405 @@
+"""The viewer as a live monitor: tabs and the index poll by themselves, deep jumps,
+bounded refreshes, cheap idle polls, per-context footers, dim processed rows, 80x24."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+from textual.widgets import TabbedContent
+
+from termal_tui.store import open_writer
+from termal_tui.tui.app import MailboxApp
+from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+from termal_tui.tui.widgets.thread_list import ThreadList
+from tests.viewer_support import app_for, demo_copy, fixed_clock, settle
+
+INTERVAL = 0.3
+WAIT = 0.9  # three ticks: the tests wait the timer out, they never press r
+
+
+@pytest.fixture
+def demo(tmp_path) -> Path:
+    return demo_copy(tmp_path / "demo")
+
+
+def live_app(path: Path, **kwargs: object) -> MailboxApp:
+    return MailboxApp(path, poll_interval=INTERVAL, clock=fixed_clock, **kwargs)  # type: ignore[arg-type]
+
+
+def mailbox_of(app: MailboxApp, *names: str) -> str:
+    for summary in app.summaries:
+        if sorted(p.display_name for p in summary.participants) == sorted(names):
+            return summary.id
+    raise AssertionError(names)
+
+
+async def append(path: Path, body: str, sender: str = "session-2", target: str = "session-1"):
+    names = {"session-1": "planner", "session-2": "backend"}
+    async with open_writer(path) as writer:
+        return await writer.append(
+            sender_session_id=sender,
+            sender_name=names.get(sender, sender),
+            target_session_id=target,
+            target_name=names.get(target, target),
+            body=body,
+            idempotency_key=f"live-{body}",
+        )
+
+
+def screen_text(app: MailboxApp) -> str:
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
+# ------------------------------------------------------------------ live polls
+
+
+@pytest.mark.parametrize("opened", ["from the index with enter", "with --mailbox"])
+async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
+    probe = live_app(demo)
+    async with probe.run_test(size=(120, 40)) as pilot:
+        await settle(probe, pilot)
+        target = mailbox_of(probe, "planner", "backend")
+    app = live_app(demo, mailbox_id=target) if opened == "with --mailbox" else live_app(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        if opened != "with --mailbox":
+            index = [s.id for s in app.summaries].index(target)
+            for _ in range(index):
+                await pilot.press("down")
+            await pilot.press("enter")
+            await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None and view.mailbox_id == target
+        assert view.messages[0].sequence == 140
+        await append(demo, "arrives while watching")
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert view.messages[0].sequence == 141  # at the top: shown at once
+        assert view.query_one(ThreadHeader).state == "live"
+        # Reading further down: announced instead, the reader's row kept.
+        view.thread.highlighted = 6
+        await pilot.pause()
+        await append(demo, "second while reading")
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert [m.sequence for m in view.pending] == [142] and view.thread.highlighted == 6
+        assert "▲ 1 new message above — press n to show" in screen_text(app)
+
+
+async def test_the_index_polls_by_itself(demo):
+    app = live_app(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert len(app.summaries) == 6
+        await append(demo, "a new pair", sender="session-3", target="session-6")
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert len(app.summaries) == 7
+        assert app.summaries[0].latest_message_preview == "a new pair"
+
+
+async def test_an_idle_poll_reads_only_the_change_token(demo, monkeypatch):
+    app = live_app(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None
+        calls: list[str] = []
+        for name in ("get_head", "read_range", "list_mailboxes", "get_mailbox"):
+            original = getattr(app.reader, name)
+
+            def spy(*args, _name=name, _original=original, **kwargs):
+                calls.append(_name)
+                return _original(*args, **kwargs)
+
+            monkeypatch.setattr(app.reader, name, spy)
+        replaced: list[set[str]] = []
+        original_replace = ThreadList.replace_rows
+        monkeypatch.setattr(
+            ThreadList,
+            "replace_rows",
+            lambda self, prompts: (replaced.append(set(prompts)), original_replace(self, prompts)),
+        )
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert calls == []  # three idle ticks: no count, no rows, no summary
+        async with open_writer(demo) as writer:  # backend processes two more rows
+            await writer.acknowledge("session-2", view.mailbox_id, 96, 98)
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert calls.count("get_head") == 1 and "list_mailboxes" not in calls
+        changed = set().union(*replaced)
+        ids = {m.sequence: m.id for m in view.messages}
+        assert {ids[97]} <= changed  # planner → backend #97 flipped to processed
+        assert len(changed) <= 4  # the flipped row and where the divider moved, nothing else
+
+
+async def test_refresh_with_nothing_loaded_reads_the_first_page_again(demo, monkeypatch):
+    app = live_app(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        original = app.reader.read_page
+        locked = {"now": True}
+
+        async def flaky(*args, **kwargs):
+            if locked["now"]:
+                from termal_tui.store.errors import RetryableError
+
+                raise RetryableError("the file is busy")
+            return await original(*args, **kwargs)
+
+        monkeypatch.setattr(app.reader, "read_page", flaky)
+        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        await settle(app, pilot)
+        view = app.active_view()
+        await pilot.pause(WAIT)  # polls while still failing: stays empty and Stale
+        await settle(app, pilot)
+        assert view is not None and view.summary is None
+        assert view.query_one(ThreadHeader).state == "stale"
+        locked["now"] = False
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert len(view.messages) == 50  # the first page, not every row after #0
+        assert view.query_one(ThreadHeader).state == "live"
+
+
+async def test_a_refresh_brings_at_most_a_bounded_number_of_rows(demo):
+    app = live_app(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        await settle(app, pilot)
+        view = app.active_view()
+        view.thread.highlighted = 3  # not at the top: new rows wait as pending
+        await pilot.pause()
+        async with open_writer(demo) as writer:
+            for n in range(1_050):
+                await writer.append(
+                    sender_session_id="session-2",
+                    sender_name="backend",
+                    target_session_id="session-1",
+                    target_name="planner",
+                    body=f"burst {n}",
+                    idempotency_key=f"burst-{n}",
+                )
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert len(view.pending) == 1_000 and view.model.pending_more
+        assert "1,000+ new messages above" in screen_text(app)
+        assert len(view.messages) == 50  # nothing was pulled into the view
+
+
+# -------------------------------------------------------------------- jumps
+
+
+def _big_mailbox(path: Path, count: int) -> str:
+    async def create() -> None:
+        async with open_writer(path):
+            pass
+
+    asyncio.run(create())
+    mailbox = "mailbox-00000000-0000-4000-8000-00000000beef"
+    db = sqlite3.connect(path)
+    db.execute(
+        "INSERT INTO mailboxes VALUES (?, '[\"a\",\"b\"]', '2026-01-01T00:00:00+00:00', ?)",
+        (mailbox, count + 1),
+    )
+    db.executemany(
+        "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, '2026-01-01T00:00:00+00:00', NULL)",
+        [(mailbox, "a", "alpha", count // 2), (mailbox, "b", "beta", count)],
+    )
+    db.executemany(
+        "INSERT INTO mailbox_messages VALUES (?,?,?,?,?,?,?,?,'routine',NULL,NULL,?,?,1,"
+        "'durableButNotWoken','durableButNotWoken')",
+        (
+            (
+                f"m-{n}",
+                mailbox,
+                n,
+                "b",
+                "beta",
+                "a",
+                "alpha",
+                f"2026-01-01T00:00:00.{n:09d}+00:00",
+                f"Row {n}. Detail.",
+                f"k-{n}",
+            )
+            for n in range(1, count + 1)
+        ),
+    )
+    db.commit()
+    db.close()
+    return mailbox
+
+
+async def test_a_deep_jump_reads_a_window_and_marks_the_gap(tmp_path):
+    path = tmp_path / "state" / "coordination.sqlite"
+    path.parent.mkdir()
+    mailbox = await asyncio.to_thread(_big_mailbox, path, 20_000)
+    app = app_for(path, mailbox_id=mailbox)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None and len(view.messages) == 50
+        app.jump_to(5_000)
+        await settle(app, pilot)
+        message = view.highlighted_message()
+        assert message is not None and message.sequence == 5_000
+        assert len(view.messages) == 50 + 51  # a window, not 15,000 rows
+        text = screen_text(app)
+        assert "#5000" in text
+        gap_prompts = [
+            str(o.prompt) for o in view.thread.options if o.id and o.id.startswith("gap-")
+        ]
+        (gap_prompt,) = gap_prompts
+        # alpha's cursor (#10000) stands inside the gap: its divider marks the gap row.
+        assert gap_prompt.splitlines() == [
+            "──── alpha has processed to here (#10000) ────",
+            "  … up to 14,925 rows not loaded (#5026–#19950) — enter to load",
+        ]
+        view.thread.highlighted = view.model.index_of(view.model.items[50].key)  # the gap row
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert len(view.messages) == 151
+        assert [m.sequence for m in view.messages[50:52]] == [19_950, 19_949]
+        app.jump_to(19_999)  # loaded already: selected at once
+        await settle(app, pilot)
+        assert view.highlighted_message().sequence == 19_999
+
+
+async def test_jumping_to_a_hidden_or_missing_row_says_which(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_of(app, "planner", "review-child"))
+        await settle(app, pilot)
+        app.jump_to(2)  # the structured review result: hidden in the human view
+        await settle(app, pilot)
+        assert any("control-plane row" in n.message for n in app._notifications)
+        app.jump_to(999)
+        await settle(app, pilot)
+        assert any("There is no message #999" in n.message for n in app._notifications)
+
+
+# ------------------------------------------------------------- counts, titles
+
+
+async def test_no_cursor_is_shown_above_the_latest_sequence(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_of(app, "planner", "review-child"))
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "review-child 2/2" in text and "2/1" not in text
+        assert "of latest #2 loaded" in text
+
+
+async def test_a_visible_review_result_renders_structured(demo):
+    app = app_for(demo, session_id="session-7")  # the child sees its own result
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(app.summaries[0].id)
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "Review result · completed" in text
+        assert '{"schemaVersion"' not in text  # never raw JSON
+
+
+async def test_paused_and_a_tab_opened_by_id_is_titled_with_names(demo):
+    probe = app_for(demo)
+    async with probe.run_test(size=(120, 40)) as pilot:
+        await settle(probe, pilot)
+        target = mailbox_of(probe, "planner", "docs")
+    app = app_for(demo, mailbox_id=target)  # interval 0
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view.query_one(ThreadHeader).state == "paused"
+        assert "⏸ Paused" in screen_text(app) and "● Live" not in screen_text(app)
+        tabs = app.query_one(TabbedContent)
+        assert str(tabs.get_tab(tabs.active).label) == "planner ⇄ docs"
+
+
+# ----------------------------------------------------------------- appearance
+
+
+async def test_the_footer_offers_what_applies_where_you_are(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Open" in footer and "Refresh" in footer
+        for absent in ("Older", "Body", "Close", "Expand"):
+            assert absent not in footer
+        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        await settle(app, pilot)
+        footer = screen_text(app).splitlines()[-1]
+        for present in ("Expand", "Older", "Body", "Close", "[ ] Tabs", "Index"):
+            assert present in footer, present
+        assert "New" not in footer  # nothing pending
+        assert footer.rstrip().endswith("palette")  # nothing cut at 80 columns
+
+
+async def test_80x24_fits_the_index_and_a_tab_header(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        text = screen_text(app)
+        shown = sum(1 for s in app.summaries if s.id.removeprefix("mailbox-")[:8] in text)
+        assert shown >= 5
+        assert "read-only" in text.splitlines()[0]
+        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        await settle(app, pilot)
+        header = next(line for line in screen_text(app).splitlines() if "Paused" in line)
+        assert "12:00:00" in header and "50 of latest #140 loaded" in header
+
+
+async def test_processed_rows_are_dimmer_than_unread_rows(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        await settle(app, pilot)
+        view = app.active_view()
+        view.thread.highlighted = 0
+        await pilot.pause()
+
+        def sender_brightness(marker: str) -> float:
+            """Luminance of the sender name on the first non-highlighted row with ``marker``."""
+            for strip in app.screen._compositor.render_strips()[8:]:
+                segments = list(strip)
+                text = "".join(segment.text for segment in segments)
+                if marker not in text or "▸" not in text:
+                    continue
+                name = next(s for s in segments if "backend" in s.text or "planner" in s.text)
+                r, g, b = name.style.color.get_truecolor()
+                return 0.2126 * r + 0.7152 * g + 0.0722 * b
+            raise AssertionError(marker)
+
+        app.jump_to(120)  # processed rows (backend → planner, planner at 120) on screen
+        await settle(app, pilot)
+        assert sender_brightness("✓ Processed") < sender_brightness("● Unread") - 40
+
+
+async def test_a_tall_expanded_row_is_read_with_page_down(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_of(app, "backend", "reviewer"))
+        await settle(app, pilot)
+        view = app.active_view()
+        view.thread.highlighted = 1  # the 100 KiB log
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "press f for the full body" not in screen_text(app)
+        await pilot.press("pagedown", "pagedown")
+        await pilot.pause()
+        assert "more lines — press f for the full body" in screen_text(app)
+        assert view.thread.highlighted == 1  # still on the same row
