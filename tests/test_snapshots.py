@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from termal_tui.store.writer import open_writer
-from tests.viewer_support import SNAPSHOT_ROOT, app_for, demo_copy
+from tests.viewer_support import SNAPSHOT_ROOT, app_for, demo_copy, settle
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +33,10 @@ def empty_db():
 
 
 async def _settle(pilot) -> None:
-    for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+    await settle(pilot.app, pilot)
 
 
-def _open(*names: str, expand: int | None = None, older: int = 0):
+def _open(*names: str, expand: int | None = None, older: int = 0, jump: int | None = None):
     async def run_before(pilot) -> None:
         app = pilot.app
         await _settle(pilot)
@@ -54,6 +52,8 @@ def _open(*names: str, expand: int | None = None, older: int = 0):
             thread = view.query_one("#thread")
             thread.highlighted = thread.get_option_index(view.messages[expand].id)
             await pilot.press("enter")
+        if jump is not None:
+            app.jump_to(jump)
         await _settle(pilot)
 
     return run_before
@@ -75,6 +75,15 @@ class TestSnapshots:
     def test_hostile_content(self, snap_compare, snapshot_db, size):
         run = _open("planner", "frontend", expand=2)
         assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_long_thread_with_shading_and_dividers(self, snap_compare, snapshot_db, size):
+        run = _open("planner", "backend", jump=118)
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_review_result_seen_by_its_sender(self, snap_compare, snapshot_db, size):
+        run = _open("planner", "review-child", expand=0)
+        app = app_for(snapshot_db, session_id="session-7")
+        assert snap_compare(app, terminal_size=size, run_before=run)
 
     def test_empty_database(self, snap_compare, empty_db, size):
         assert snap_compare(app_for(empty_db), terminal_size=size, run_before=_settle)

@@ -153,7 +153,8 @@ class MailboxIndex(Vertical):
         cards = self.query_one("#cards", OptionList)
         highlighted = cards.highlighted_option.id if cards.highlighted_option else None
         self.summaries = summaries
-        width = max(20, cards.scrollable_content_region.width - 2 or self.size.width - 2)
+        width = max(20, (self.size.width or 80) - 5)  # padding and a scrollbar
+        self._width = width
         with self.app.batch_update():
             cards.clear_options()
             cards.add_options([Option(card(s, width), id=s.id) for s in summaries])
@@ -163,6 +164,10 @@ class MailboxIndex(Vertical):
                 cards.highlighted = 0
             self.set_class(not summaries, "-empty")
             self.query_one("#index-status", Static).update(status)
+
+    def on_resize(self) -> None:
+        if self.summaries and (self.size.width or 80) - 5 != self._width:
+            self.show(self.summaries, self._status(self.summaries))
 
     def set_status(self, status: Content) -> None:
         self.query_one("#index-status", Static).update(status)

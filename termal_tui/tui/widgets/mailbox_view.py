@@ -220,7 +220,7 @@ class MailboxView(Vertical):
     def on_mount(self) -> None:
         header = self.query_one(ThreadHeader)
         header.mailbox = short_id(self.mailbox_id)
-        self.loading = True
+        # The header says "◌ Loading" (a LoadingIndicator would animate for nothing).
         if self.interval > 0:
             self._timer = self.set_interval(self.interval, self.poll)
         self.load_first_page()
