@@ -1,5 +1,11 @@
-"""Viewer benchmark: launch to first rendered page of a 1,000,000-message mailbox beside an
-empty Textual app in the same run; older pages at depth; RSS after 2,000 rows.
+"""Viewer benchmark, headless Textual at 120x40, medians, baselines measured in the same run.
+
+- launch: a fresh process from start to the newest page of the 1,000,000-message
+  mailbox on screen, beside a fresh process showing an empty Textual app with one label;
+- older pages: time per page at 0 and at 20,000 rows loaded, RSS at 2,000 and 20,000;
+- jump to #N at several depths of the 1,000,000-message mailbox;
+- polls with 20,000 rows loaded: nothing changed, one cursor moved; RSS across polls;
+- idle CPU with a tab open at --interval 1.
 
 Run: python bench/bench_viewer.py
 """
@@ -8,77 +14,189 @@ from __future__ import annotations
 
 import asyncio
 import resource
+import shutil
+import sqlite3
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import BIG_MAILBOX, big_mailbox_db
+from common import BIG_MAILBOX, DATA, big_mailbox_db
+
+from termal_tui.tui.app import MailboxApp
+
+LAUNCH_EMPTY = """
+import sys, time
+start = time.perf_counter()
 from textual.app import App
-from textual.widgets import Footer, Header
-
-from termal_tui.tui.app import make_app
-
-
-class EmptyApp(App[None]):
+from textual.widgets import Label
+class One(App):
     def compose(self):
-        yield Header()
-        yield Footer()
-
-
-async def empty_app_ms() -> float:
-    start = time.perf_counter()
-    app = EmptyApp()
+        yield Label("hello")
+    def on_mount(self):
+        self.call_after_refresh(self.exit)
+async def main():
+    app = One()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-    return (time.perf_counter() - start) * 1000
+import asyncio; asyncio.run(main())
+print((time.perf_counter() - start) * 1000)
+"""
+
+LAUNCH_VIEWER = """
+import sys, time
+start = time.perf_counter()
+from termal_tui.tui.app import make_app
+async def main():
+    app = make_app(sys.argv[1], mailbox_id=sys.argv[2], poll_interval=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while True:
+            view = app.active_view()
+            if view is not None and len(view.messages) >= 50:
+                break
+            await pilot.pause(0.001)
+        await pilot.pause()
+        print((time.perf_counter() - start) * 1000)
+import asyncio; asyncio.run(main())
+"""
 
 
-async def first_page_ms(path: Path) -> tuple[float, list[float], int]:
-    start = time.perf_counter()
-    app = make_app(path, mailbox_id=BIG_MAILBOX, poll_interval=0)
+def launch_ms(code: str, *args: str) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def wait_rows(view, pilot, count: int) -> None:
+    while view.model.loaded < count:
+        await pilot.pause(0.0005)
+
+
+async def paging_and_polls(path: Path) -> dict[str, object]:
+    app = MailboxApp(path, mailbox_id=BIG_MAILBOX, poll_interval=0)
+    out: dict[str, object] = {}
     async with app.run_test(size=(120, 40)) as pilot:
         view = None
         while view is None or len(view.messages) < 50:
             await pilot.pause(0.001)
             view = app.active_view()
         await pilot.pause()
-        first = (time.perf_counter() - start) * 1000
-        older = []
-        while len(view.messages) < 2000:
+        pages: list[float] = []
+        rss: dict[int, float] = {}
+        while len(view.messages) < 20_000:
             count = len(view.messages)
             t0 = time.perf_counter()
             view.load_older()
-            while len(view.messages) == count:
-                await pilot.pause(0.001)
+            await wait_rows(view, pilot, count + 50)
             await pilot.pause()
-            older.append((time.perf_counter() - t0) * 1000)
-        rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return first, older, rss_kb
+            pages.append((time.perf_counter() - t0) * 1000)
+            if len(view.messages) in (2_000, 20_000):
+                rss[len(view.messages)] = rss_mb()
+        out["older_first"] = statistics.median(pages[:20])
+        out["older_last"] = statistics.median(pages[-20:])
+        out["older_all"] = statistics.median(pages)
+        out["rss"] = rss
+        # Polls with 20,000 rows loaded: nothing changed.
+        idle = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            view.refresh_thread()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            idle.append((time.perf_counter() - t0) * 1000)
+        out["poll_idle"] = statistics.median(idle)
+        # One cursor moved (another process acknowledges one more row each time).
+        moved = []
+        writer = sqlite3.connect(path)
+        for _ in range(10):
+            writer.execute(
+                "UPDATE mailbox_participants SET processed_through = processed_through + 1 "
+                "WHERE mailbox_id = ? AND session_id = 'session-2'",
+                (BIG_MAILBOX,),
+            )
+            writer.commit()
+            t0 = time.perf_counter()
+            view.refresh_thread()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            moved.append((time.perf_counter() - t0) * 1000)
+        writer.close()
+        out["poll_moved"] = statistics.median(moved)
+        before = rss_mb()
+        for _ in range(100):
+            view.refresh_thread(force=True)
+            await app.workers.wait_for_complete()
+        out["rss_polls"] = (before, rss_mb())
+        # Jumps at several depths (from the newest page's tab).
+        jumps = {}
+        for depth in (900_000, 500_000, 100_000, 10):
+            t0 = time.perf_counter()
+            app.jump_to(depth)
+            while (
+                view.highlighted_message() is None or view.highlighted_message().sequence != depth
+            ):
+                await pilot.pause(0.0005)
+            jumps[depth] = (time.perf_counter() - t0) * 1000
+        out["jumps"] = jumps
+    return out
 
 
-async def main() -> None:
-    path = big_mailbox_db()
-    empties, firsts = [], []
+async def idle_cpu(path: Path, seconds: float = 10.0) -> float:
+    app = MailboxApp(path, mailbox_id=BIG_MAILBOX, poll_interval=1.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.active_view() is None or len(app.active_view().messages) < 50:
+            await pilot.pause(0.01)
+        await pilot.pause(1.0)
+        start_cpu = time.process_time()
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        return 100 * (time.process_time() - start_cpu) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    big = big_mailbox_db()
+    work = DATA / "viewer-copy.sqlite"  # polls move a cursor: never in the shared fixture
+    shutil.copy(big, work)
+    empties, launches = [], []
     for _ in range(5):
-        empties.append(await empty_app_ms())
-        first, older, rss_kb = await first_page_ms(path)
-        firsts.append(first)
-    empty, launch = statistics.median(empties), statistics.median(firsts)
-    print("| measurement | median | baseline (empty Textual app) | ratio |")
+        empties.append(launch_ms(LAUNCH_EMPTY))
+        launches.append(launch_ms(LAUNCH_VIEWER, str(big), BIG_MAILBOX))
+    empty, launch = statistics.median(empties), statistics.median(launches)
+    results = asyncio.run(paging_and_polls(work))
+    cpu = asyncio.run(idle_cpu(work))
+    work.unlink()
+    rss = results["rss"]
+    print("| measurement | median | baseline (same run) | ratio |")
     print("|---|---|---|---|")
     print(
-        f"| launch to first rendered page, 1,000,000-message mailbox | {launch:.0f} ms | "
-        f"{empty:.0f} ms | {launch / empty:.2f}x |"
+        f"| launch to the newest page of a 1,000,000-message mailbox (fresh process) | "
+        f"{launch:.0f} ms | {empty:.0f} ms (empty app, one label) | {launch / empty:.2f}x |"
     )
     print(
-        f"| render one older page (50 rows) while paging to 2,000 rows | "
-        f"{statistics.median(older):.1f} ms (max {max(older):.1f}) | | |"
+        f"| older page (50 rows): first 20 pages / last 20 pages (to 20,000 rows) | "
+        f"{results['older_first']:.1f} ms / {results['older_last']:.1f} ms | | |"
     )
-    print(f"| peak RSS after 2,000 rows loaded | {rss_kb / 1024:.0f} MB | | |")
+    for depth, ms in results["jumps"].items():
+        print(f"| jump to #{depth:,} (1,000,000-message mailbox) | {ms:.0f} ms | | |")
+    print(f"| poll, 20,000 rows loaded, nothing changed | {results['poll_idle']:.1f} ms | | |")
+    print(f"| poll, 20,000 rows loaded, one cursor moved | {results['poll_moved']:.1f} ms | | |")
+    print(f"| idle CPU, tab open, --interval 1 | {cpu:.1f}% | | |")
+    print(f"| RSS at 2,000 / 20,000 rows loaded | {rss[2000]:.0f} MB / {rss[20000]:.0f} MB | | |")
+    before, after = results["rss_polls"]
+    print(f"| RSS before / after 100 forced polls | {before:.0f} MB / {after:.0f} MB | | |")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

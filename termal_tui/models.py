@@ -45,6 +45,9 @@ class WireModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         frozen=True,
+        # Schemas are built on first validation or serialization, not at import: the
+        # viewer builds its rows without validation and starts faster for it.
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

@@ -28,7 +28,12 @@ TextList = Annotated[list[Text], Field(max_length=MAX_LIST_ITEMS)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        defer_build=True,
     )
 
 

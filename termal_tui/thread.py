@@ -91,6 +91,8 @@ class ThreadModel:
         self.expanded: set[str] = set()
         self.pending: list[MailboxMessage] = []
         self.pending_more = False  # a bounded refresh stopped with more rows to fetch
+        self._keys: list[int] | None = None  # -sequence per item, for binary search
+        self._gaps: list[Gap] = []
 
     # ------------------------------------------------------------------ reading
 
@@ -120,14 +122,25 @@ class ThreadModel:
         return max([latest, self.newest_sequence, *cursors])
 
     def index_of(self, key: str) -> int | None:
-        for index, item in enumerate(self.items):
-            if item_key(item) == key:
+        message = self.by_id.get(key)
+        if message is not None:
+            return self.index_of_item(message)
+        for gap in self._gaps:
+            if gap.key == key:
+                return self.index_of_item(gap)
+        for index in range(len(self.items) - 1, -1, -1):  # the start marker: at the end
+            if item_key(self.items[index]) == key:
                 return index
         return None
 
+    def _search_keys(self) -> list[int]:
+        if self._keys is None:
+            self._keys = [-item_sequence(item) for item in self.items]
+        return self._keys
+
     def index_of_sequence(self, sequence: int) -> int | None:
         """The loaded message with this sequence (binary search, newest first)."""
-        keys = [-item_sequence(item) for item in self.items]
+        keys = self._search_keys()
         position = bisect.bisect_left(keys, -sequence)
         if position < len(self.items):
             item = self.items[position]
@@ -136,9 +149,20 @@ class ThreadModel:
         return None
 
     def gap_containing(self, sequence: int) -> tuple[int, Gap] | None:
-        for index, item in enumerate(self.items):
-            if isinstance(item, Gap) and item.older < sequence < item.newer:
-                return index, item
+        for gap in self._gaps:
+            if gap.older < sequence < gap.newer:
+                index = self.index_of(gap.key)
+                return None if index is None else (index, gap)
+        return None
+
+    def index_of_item(self, item: Item) -> int | None:
+        """Binary search by sequence, then a short scan for this exact item."""
+        keys = self._search_keys()
+        position = bisect.bisect_left(keys, -item_sequence(item))
+        key = item_key(item)
+        for index in range(max(0, position - 2), min(len(self.items), position + 3)):
+            if item_key(self.items[index]) == key:
+                return index
         return None
 
     def is_processed(self, message: MailboxMessage) -> bool:
@@ -157,7 +181,7 @@ class ThreadModel:
         inside a gap marks the gap; a cursor below every loaded row marks nothing yet.
         """
         placed: dict[str, list[MailboxParticipant]] = {}
-        keys = [-item_sequence(item) for item in self.items]
+        keys = self._search_keys()
         for participant in self.lagging():
             cursor = participant.processed_through
             gap = self.gap_containing(cursor)
@@ -189,6 +213,15 @@ class ThreadModel:
             if isinstance(item, MailboxMessage) and id(item) not in kept:
                 self.by_id.pop(item.id, None)
         self.items[index : index + count] = list(items)
+        if self._keys is not None and index == len(self._keys) and count == 0:
+            self._keys.extend(-item_sequence(item) for item in items)  # an append
+        else:
+            self._keys = None
+        self._gaps = (
+            [item for item in self.items if isinstance(item, Gap)]
+            if (any(isinstance(item, Gap) for item in items) or self._gaps)
+            else []
+        )
         return Splice(index, count, tuple(items))
 
     def load_first(
@@ -327,7 +360,7 @@ class ThreadModel:
 
     def _messages_between(self, low: int, high: int) -> list[MailboxMessage]:
         """Loaded messages with ``low < sequence <= high`` (binary search)."""
-        keys = [-item_sequence(item) for item in self.items]
+        keys = self._search_keys()
         start = bisect.bisect_left(keys, -high)
         end = bisect.bisect_left(keys, -low)
         return [i for i in self.items[start:end] if isinstance(i, MailboxMessage)]

@@ -209,4 +209,6 @@ async def test_concurrent_reader_calls_each_get_their_own_snapshot(writer, db_pa
             *[reader.list_mailboxes() for _ in range(5)],
             *[reader.read_page(receipt.mailbox_id) for _ in range(5)],
         )
-    assert all(results)
+    summaries, pages = results[:5], results[5:]
+    assert all(len(s) == 1 and s[0].id == receipt.mailbox_id for s in summaries)
+    assert all([m.sequence for m in page.messages] == [1] for page in pages)

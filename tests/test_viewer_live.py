@@ -403,3 +403,27 @@ async def test_a_tall_expanded_row_is_read_with_page_down(demo):
         await pilot.pause()
         assert "more lines — press f for the full body" in screen_text(app)
         assert view.thread.highlighted == 1  # still on the same row
+
+
+async def test_with_mailbox_the_first_page_is_read_before_any_count(demo, monkeypatch):
+    probe = app_for(demo)
+    async with probe.run_test(size=(120, 40)) as pilot:
+        await settle(probe, pilot)
+        target = mailbox_of(probe, "planner", "backend")
+    order: list[str] = []
+    from termal_tui.store.reader import MailboxReader
+
+    for name in ("read_page", "list_mailboxes", "get_head", "get_mailbox"):
+        original = getattr(MailboxReader, name)
+
+        async def spy(self, *args, _name=name, _original=original, **kwargs):
+            order.append(_name)
+            return await _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(MailboxReader, name, spy)
+    app = app_for(demo, mailbox_id=target)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert len(app.active_view().messages) == 50 and len(app.summaries) == 6
+    assert order.index("read_page") < order.index("list_mailboxes")
+    assert "get_mailbox" not in order  # the CLI-style count never runs for a tab

@@ -188,6 +188,7 @@ class MailboxView(Vertical):
         self._token: object = None
         self._timer: Timer | None = None
         self._width = 0
+        self._offered: tuple[bool, ...] = ()
 
     # ------------------------------------------------------------ properties
 
@@ -459,7 +460,7 @@ class MailboxView(Vertical):
     @on(OptionList.OptionHighlighted, "#thread")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
-        self.refresh_bindings()
+        self._refresh_footer()
         # Reaching the last rows loads the next older page (no key needed).
         if event.option_index >= self.thread.option_count - 2 and self.model.has_older:
             self.load_older()
@@ -596,4 +597,15 @@ class MailboxView(Vertical):
             noun = "message" if count == 1 and not self.model.pending_more else "messages"
             notice.update(Content(f"▲ {shown} new {noun} above — press n to show"))
         self.set_class(bool(self.model.pending), "-has-new")
-        self.refresh_bindings()
+        self._refresh_footer()
+
+    def _refresh_footer(self) -> None:
+        """Rebuild the footer only when what it offers changes (a rebuild restyles it)."""
+        offered = (
+            self.model.has_older,
+            bool(self.model.pending),
+            self.highlighted_message() is not None,
+        )
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()

@@ -49,8 +49,13 @@ class ThreadList(OptionList):
         for option in options:
             if option._id is not None:
                 self._id_to_option[option._id] = option
+        appending = index == len(self._options) and count == 0
         self._options[index : index + count] = list(options)
-        self._option_to_index = {option: i for i, option in enumerate(self._options)}
+        if appending:
+            for offset, option in enumerate(options):
+                self._option_to_index[option] = index + offset
+        else:
+            self._option_to_index = {option: i for i, option in enumerate(self._options)}
         self._option_render_cache.clear()  # rendered strips carry option indexes
         shift = len(options) - count
         highlighted = self.highlighted
@@ -69,23 +74,31 @@ class ThreadList(OptionList):
                 height = self._measure(option)
                 heights[index + offset] = height
                 new_lines.extend((index + offset, n) for n in range(height))
-            tail = cache.lines[end_line:]
-            if shift:
-                tail = [(i + shift, n) for i, n in tail]
-            cache.lines[start_line:] = new_lines + tail
-            line_shift = len(new_lines) - (end_line - start_line)
-            old_heights, old_index = cache.heights, cache.index_to_line
-            cache.heights = {i: h for i, h in old_heights.items() if i < index}
-            cache.index_to_line = {i: n for i, n in old_index.items() if i < index}
-            line = start_line
-            for i in range(index, index + len(options)):
-                cache.heights[i] = heights[i]
-                cache.index_to_line[i] = line
-                line += heights[i]
-            for i, height in old_heights.items():
-                if i >= index + count:
-                    cache.heights[i + shift] = height
-                    cache.index_to_line[i + shift] = old_index[i] + line_shift
+            if appending and start_line == len(cache.lines):
+                line = len(cache.lines)
+                cache.lines.extend(new_lines)
+                for i in range(index, index + len(options)):
+                    cache.heights[i] = heights[i]
+                    cache.index_to_line[i] = line
+                    line += heights[i]
+            else:
+                tail = cache.lines[end_line:]
+                if shift:
+                    tail = [(i + shift, n) for i, n in tail]
+                cache.lines[start_line:] = new_lines + tail
+                line_shift = len(new_lines) - (end_line - start_line)
+                old_heights, old_index = cache.heights, cache.index_to_line
+                cache.heights = {i: h for i, h in old_heights.items() if i < index}
+                cache.index_to_line = {i: n for i, n in old_index.items() if i < index}
+                line = start_line
+                for i in range(index, index + len(options)):
+                    cache.heights[i] = heights[i]
+                    cache.index_to_line[i] = line
+                    line += heights[i]
+                for i, height in old_heights.items():
+                    if i >= index + count:
+                        cache.heights[i + shift] = height
+                        cache.index_to_line[i + shift] = old_index[i] + line_shift
         elif self._measured():
             pass  # beyond what is measured: measured lazily by _update_lines
         else:
