@@ -36,14 +36,14 @@ from textual.widgets import Label
 class One(App):
     def compose(self):
         yield Label("hello")
-    def on_mount(self):
-        self.call_after_refresh(self.exit)
 async def main():
+    ready = time.perf_counter()
     app = One()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        app.screen._compositor.render_update(full=True)
+        now = time.perf_counter()
+        print((now - start) * 1000, (now - ready) * 1000)
 import asyncio; asyncio.run(main())
-print((time.perf_counter() - start) * 1000)
 """
 
 LAUNCH_VIEWER = """
@@ -51,24 +51,28 @@ import sys, time
 start = time.perf_counter()
 from termal_tui.tui.app import make_app
 async def main():
+    ready = time.perf_counter()
     app = make_app(sys.argv[1], mailbox_id=sys.argv[2], poll_interval=0)
     async with app.run_test(size=(120, 40)) as pilot:
         while True:
             view = app.active_view()
-            if view is not None and len(view.messages) >= 50:
+            if view is not None and view.model.loaded >= 50:
                 break
-            await pilot.pause(0.001)
-        await pilot.pause()
-        print((time.perf_counter() - start) * 1000)
+            await asyncio.sleep(0.001)
+        app.screen._compositor.render_update(full=True)  # the page drawn
+        now = time.perf_counter()
+        print((now - start) * 1000, (now - ready) * 1000)
 import asyncio; asyncio.run(main())
 """
 
 
-def launch_ms(code: str, *args: str) -> float:
+def launch_ms(code: str, *args: str) -> tuple[float, float]:
+    """(from process start, from after the imports) to the first page drawn."""
     out = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    total, after_imports = out.stdout.strip().splitlines()[-1].split()
+    return float(total), float(after_imports)
 
 
 def rss_mb() -> float:
@@ -77,11 +81,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-async def wait_rows(view, pilot, count: int) -> None:
-    while view.model.loaded < count:
-        await pilot.pause(0.0005)
 
 
 async def paging_and_polls(path: Path) -> dict[str, object]:
@@ -95,15 +94,16 @@ async def paging_and_polls(path: Path) -> dict[str, object]:
         await pilot.pause()
         pages: list[float] = []
         rss: dict[int, float] = {}
-        while len(view.messages) < 20_000:
-            count = len(view.messages)
+        while view.model.loaded < 20_000:
+            count = view.model.loaded
             t0 = time.perf_counter()
-            view.load_older()
-            await wait_rows(view, pilot, count + 50)
-            await pilot.pause()
+            view.load_older()  # the worker reads, the handler applies the rows
+            while view.model.loaded < count + 50:
+                await asyncio.sleep(0.0002)
+            app.screen._compositor.render_update(full=True)  # and the screen is drawn
             pages.append((time.perf_counter() - t0) * 1000)
-            if len(view.messages) in (2_000, 20_000):
-                rss[len(view.messages)] = rss_mb()
+            if view.model.loaded in (2_000, 20_000):
+                rss[view.model.loaded] = rss_mb()
         out["older_first"] = statistics.median(pages[:20])
         out["older_last"] = statistics.median(pages[-20:])
         out["older_all"] = statistics.median(pages)
@@ -173,7 +173,10 @@ def main() -> None:
     for _ in range(5):
         empties.append(launch_ms(LAUNCH_EMPTY))
         launches.append(launch_ms(LAUNCH_VIEWER, str(big), BIG_MAILBOX))
-    empty, launch = statistics.median(empties), statistics.median(launches)
+    empty = statistics.median(e[0] for e in empties)
+    launch = statistics.median(x[0] for x in launches)
+    empty_warm = statistics.median(e[1] for e in empties)
+    launch_warm = statistics.median(x[1] for x in launches)
     results = asyncio.run(paging_and_polls(work))
     cpu = asyncio.run(idle_cpu(work))
     work.unlink()
@@ -181,8 +184,12 @@ def main() -> None:
     print("| measurement | median | baseline (same run) | ratio |")
     print("|---|---|---|---|")
     print(
-        f"| launch to the newest page of a 1,000,000-message mailbox (fresh process) | "
+        f"| launch to the newest page of a 1,000,000-message mailbox drawn, from process start | "
         f"{launch:.0f} ms | {empty:.0f} ms (empty app, one label) | {launch / empty:.2f}x |"
+    )
+    print(
+        f"| the same, from after the imports (app start to page drawn) | "
+        f"{launch_warm:.0f} ms | {empty_warm:.0f} ms | {launch_warm / empty_warm:.2f}x |"
     )
     print(
         f"| older page (50 rows): first 20 pages / last 20 pages (to 20,000 rows) | "

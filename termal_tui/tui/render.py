@@ -6,7 +6,7 @@ Every string from the database reaches the screen through :func:`line` or :func:
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import ValidationError as PydanticValidationError
 from textual.content import Content
@@ -19,10 +19,12 @@ from termal_tui.presentation import (
     row_title,
     summary_title,
 )
-from termal_tui.review import ReviewEnvelope, parse_envelope
 from termal_tui.sanitize import cap_lines, visible, visible_line
 from termal_tui.store.formats import preview
 from termal_tui.thread import Gap
+
+if TYPE_CHECKING:
+    from termal_tui.review import ReviewEnvelope
 
 EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"
@@ -134,6 +136,8 @@ def review_envelope(message: MailboxMessage) -> ReviewEnvelope | None:
     """The structured review result a control row carries, or None if it does not parse."""
     if not message.is_control:
         return None
+    from termal_tui.review import parse_envelope  # only control rows need it
+
     try:
         return parse_envelope(message.body)
     except (PydanticValidationError, ValueError):

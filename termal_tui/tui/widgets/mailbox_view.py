@@ -189,6 +189,8 @@ class MailboxView(Vertical):
         self._timer: Timer | None = None
         self._width = 0
         self._offered: tuple[bool, ...] = ()
+        self._bar: Content | None = None
+        self._notice: Content | None = None
 
     # ------------------------------------------------------------ properties
 
@@ -402,6 +404,9 @@ class MailboxView(Vertical):
     def _refresh_loaded(self, event: RefreshLoaded) -> None:
         event.stop()
         self._token = event.token
+        if event.summary is None:  # nothing moved: only the refresh time changes
+            self._mark_live(chrome=False)
+            return
         if event.summary is not None:
             self._apply(self.model.update_summary(event.summary))
             if event.rows or event.more:
@@ -569,7 +574,7 @@ class MailboxView(Vertical):
         thread = self.thread
         return thread.scroll_y == 0 and thread.highlighted in (None, 0)
 
-    def _mark_live(self) -> None:
+    def _mark_live(self, chrome: bool = True) -> None:
         self.live = True
         header = self.query_one(ThreadHeader)
         header.error = ""
@@ -580,23 +585,28 @@ class MailboxView(Vertical):
         else:
             header.state = "live"
         header.refreshed = self.clock().strftime("%H:%M:%S")
-        self._update_chrome()
+        if chrome:
+            self._update_chrome()
 
     def _update_chrome(self) -> None:
         header = self.query_one(ThreadHeader)
         header.loaded = self.model.loaded
         header.latest = self.model.latest_sequence
         if self.model.summary is not None:
-            self.query_one("#participants", Static).update(
-                participants_bar(self.model.summary, self.model.latest_sequence)
-            )
-        notice = self.query_one("#new-notice", Static)
+            bar = participants_bar(self.model.summary, self.model.latest_sequence)
+            if bar != self._bar:  # an update re-lays the screen out: only on change
+                self._bar = bar
+                self.query_one("#participants", Static).update(bar)
         if self.model.pending:
             count = len(self.model.pending)
             shown = f"{count:,}+" if self.model.pending_more else f"{count:,}"
             noun = "message" if count == 1 and not self.model.pending_more else "messages"
-            notice.update(Content(f"▲ {shown} new {noun} above — press n to show"))
-        self.set_class(bool(self.model.pending), "-has-new")
+            notice = Content(f"▲ {shown} new {noun} above — press n to show")
+            if notice != self._notice:
+                self._notice = notice
+                self.query_one("#new-notice", Static).update(notice)
+        if self.has_class("-has-new") != bool(self.model.pending):
+            self.set_class(bool(self.model.pending), "-has-new")
         self._refresh_footer()
 
     def _refresh_footer(self) -> None:
