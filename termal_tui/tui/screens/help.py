@@ -16,23 +16,26 @@ Nothing you do here changes the database: no cursor moves, no state changes.
 
 Mailbox index
   ↑/↓, enter / click     choose a mailbox and open it in its own tab
+  r                      refresh now (also automatic while the index is shown)
 
-Mailbox tab
-  ↑/↓ PgUp/PgDn          move through messages (newest first)
-  enter / click          expand or collapse a message (wake diagnostics, body)
+Mailbox tab (newest first; the footer shows what applies)
+  ↑/↓ PgUp/PgDn          move through messages; PgDn reads a tall row page by page
+  enter / click          expand or collapse a message (wake diagnostics, body);
+                         on a "… rows not loaded" row: load the next 50 there
+  o                      older messages (also loaded when you reach the bottom)
   f                      full body of the highlighted message
-  o                      load the next 50 older messages
   n                      show new messages announced above the thread
   r                      refresh now (also automatic every few seconds)
-  ctrl+p                 command palette: open a mailbox, jump to #N, …
+  w                      close this tab
 
-Tabs
-  ctrl+right / ctrl+left next / previous tab      w   close this tab
+Everywhere
+  [ / ]                  previous / next tab   (ctrl+left / ctrl+right too)
   0                      back to the mailbox index
+  ctrl+p                 command palette: open a mailbox, jump to #N at any depth
 
 Shading
   ● Unread      the target participant has not processed this message yet
-  ✓ Processed   the target's processedThrough cursor covers it
+  ✓ Processed   the target's processedThrough cursor covers it (drawn dimmer)
   ──── NAME has processed to here (#N) ────   where a lagging participant stands
 
   ?  this help      q  quit
