@@ -25,6 +25,7 @@ from termal_tui.store.errors import (
     UnprocessableError,
     ValidationError,
 )
+from termal_tui.store.schema import COPY_ORDER
 from tests.helpers import StepClock, counter_ids, execute, rows, send
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -307,16 +308,7 @@ def _legacy_dir(tmp_path: Path) -> Path:
 
 
 def _dump(path: Path) -> dict[str, list[tuple]]:
-    tables = [
-        "mailboxes",
-        "mailbox_participants",
-        "mailbox_messages",
-        "coordination_board_scopes",
-        "coordination_board_entries",
-        "coordination_board_history",
-        "coordination_board_idempotency",
-    ]
-    return {table: sorted(rows(path, f"SELECT * FROM {table}"), key=repr) for table in tables}
+    return {table: sorted(rows(path, f"SELECT * FROM {table}"), key=repr) for table in COPY_ORDER}
 
 
 async def test_legacy_import_matches_what_termal_imported(tmp_path):

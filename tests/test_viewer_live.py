@@ -12,7 +12,7 @@ from textual.widgets import TabbedContent
 
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp
-from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.tui.widgets.thread_list import ThreadList
 from tests.viewer_support import app_for, demo_copy, fixed_clock, settle
 
@@ -47,6 +47,16 @@ async def append(path: Path, body: str, sender: str = "session-2", target: str =
             body=body,
             idempotency_key=f"live-{body}",
         )
+
+
+async def open_tab(app: MailboxApp, pilot: object, *names: str) -> MailboxView:
+    """Start-up settled, then the tab of the mailbox between ``names``, settled."""
+    await settle(app, pilot)
+    app.open_mailbox(mailbox_of(app, *names))
+    await settle(app, pilot)
+    view = app.active_view()
+    assert view is not None
+    return view
 
 
 def screen_text(app: MailboxApp) -> str:
@@ -105,10 +115,7 @@ async def test_the_index_polls_by_itself(demo):
 async def test_an_idle_poll_reads_only_the_change_token(demo, monkeypatch):
     app = live_app(demo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        app.open_mailbox(mailbox_of(app, "planner", "backend"))
-        await settle(app, pilot)
-        view = app.active_view()
+        view = await open_tab(app, pilot, "planner", "backend")
         assert view is not None
         calls: list[str] = []
         for name in ("get_head", "read_range", "list_mailboxes", "get_mailbox"):
@@ -172,10 +179,7 @@ async def test_refresh_with_nothing_loaded_reads_the_first_page_again(demo, monk
 async def test_a_refresh_brings_at_most_a_bounded_number_of_rows(demo):
     app = live_app(demo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        app.open_mailbox(mailbox_of(app, "planner", "backend"))
-        await settle(app, pilot)
-        view = app.active_view()
+        view = await open_tab(app, pilot, "planner", "backend")
         view.thread.highlighted = 3  # not at the top: new rows wait as pending
         await pilot.pause()
         async with open_writer(demo) as writer:
@@ -276,9 +280,7 @@ async def test_a_deep_jump_reads_a_window_and_marks_the_gap(tmp_path):
 async def test_jumping_to_a_hidden_or_missing_row_says_which(demo):
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        app.open_mailbox(mailbox_of(app, "planner", "review-child"))
-        await settle(app, pilot)
+        await open_tab(app, pilot, "planner", "review-child")
         app.jump_to(2)  # the structured review result: hidden in the human view
         await settle(app, pilot)
         assert any("control-plane row" in n.message for n in app._notifications)
@@ -293,9 +295,7 @@ async def test_jumping_to_a_hidden_or_missing_row_says_which(demo):
 async def test_no_cursor_is_shown_above_the_latest_sequence(demo):
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        app.open_mailbox(mailbox_of(app, "planner", "review-child"))
-        await settle(app, pilot)
+        await open_tab(app, pilot, "planner", "review-child")
         text = screen_text(app)
         assert "review-child 2/2" in text and "2/1" not in text
         assert "of latest #2 loaded" in text
@@ -364,10 +364,7 @@ async def test_80x24_fits_the_index_and_a_tab_header(demo):
 async def test_processed_rows_are_dimmer_than_unread_rows(demo):
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        app.open_mailbox(mailbox_of(app, "planner", "backend"))
-        await settle(app, pilot)
-        view = app.active_view()
+        view = await open_tab(app, pilot, "planner", "backend")
         view.thread.highlighted = 0
         await pilot.pause()
 
@@ -391,10 +388,7 @@ async def test_processed_rows_are_dimmer_than_unread_rows(demo):
 async def test_a_tall_expanded_row_is_read_with_page_down(demo):
     app = app_for(demo)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        app.open_mailbox(mailbox_of(app, "backend", "reviewer"))
-        await settle(app, pilot)
-        view = app.active_view()
+        view = await open_tab(app, pilot, "backend", "reviewer")
         view.thread.highlighted = 1  # the 100 KiB log
         await pilot.press("enter")
         await pilot.pause()
