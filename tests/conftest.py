@@ -12,10 +12,8 @@ from tests.helpers import StepClock, counter_ids
 
 os.environ["TZ"] = "UTC"
 time.tzset()
-for variable in ("NO_COLOR", "TEXTUAL_THEME"):
+for variable in ("NO_COLOR", "TEXTUAL_THEME", "TEXTUAL_ANIMATIONS"):
     os.environ.pop(variable, None)
-# Tab underlines animate for half a second; a test waiting on each would crawl.
-os.environ["TEXTUAL_ANIMATIONS"] = "none"
 
 
 @pytest.fixture

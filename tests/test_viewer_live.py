@@ -14,7 +14,7 @@ from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.tui.widgets.thread_list import ThreadList
-from tests.viewer_support import app_for, demo_copy, fixed_clock, settle
+from tests.viewer_support import app_for, demo_copy, settle
 
 INTERVAL = 0.3
 WAIT = 0.9  # three ticks: the tests wait the timer out, they never press r
@@ -26,7 +26,7 @@ def demo(tmp_path) -> Path:
 
 
 def live_app(path: Path, **kwargs: object) -> MailboxApp:
-    return MailboxApp(path, poll_interval=INTERVAL, clock=fixed_clock, **kwargs)  # type: ignore[arg-type]
+    return app_for(path, poll_interval=INTERVAL, **kwargs)
 
 
 def mailbox_of(app: MailboxApp, *names: str) -> str:

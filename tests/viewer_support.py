@@ -30,7 +30,15 @@ def demo_copy(directory: Path) -> Path:
 
 
 def app_for(path: Path, **kwargs: object) -> MailboxApp:
-    return make_app(path, poll_interval=0, clock=fixed_clock, **kwargs)  # type: ignore[arg-type]
+    kwargs.setdefault("poll_interval", 0)
+    return without_animation(make_app(path, clock=fixed_clock, **kwargs))  # type: ignore[arg-type]
+
+
+def without_animation(app: MailboxApp) -> MailboxApp:
+    """Tab underlines animate for half a second: tests (and snapshots) do not wait on it.
+    (TEXTUAL_ANIMATIONS is read when textual is imported, before conftest can set it.)"""
+    app.animation_level = "none"
+    return app
 
 
 async def settle(app: MailboxApp, pilot: object) -> None:
