@@ -54,12 +54,12 @@ def short_id(identifier: str) -> str:
 def card(summary: MailboxSummary, width: int = 78) -> Content:
     """A compact two-line notification card for the mailbox index."""
     if summary.unread_count:
-        badge = Content.styled(f"{UNREAD_GLYPH} {summary.unread_count} unread", "bold $warning")
+        badge = Content.styled(f"{UNREAD_GLYPH} {summary.unread_count:,} unread", "bold $warning")
     else:
         badge = Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
     when = format_time(summary.latest_message_at) if summary.latest_message_at else ""
     meta = Content.styled(
-        f"  #{summary.latest_sequence} · {visible_line(when)} · {short_id(summary.id)}",
+        f"  #{summary.latest_sequence:,} · {visible_line(when)} · {short_id(summary.id)}",
         "$foreground 65%",
     )
     head = Content.assemble(badge, "  ", line(summary_title(summary), "bold", 60), meta)
@@ -76,7 +76,7 @@ def participant_chip(participant: MailboxParticipant, latest: int) -> Content:
         Content.styled(glyph, style),
         " ",
         line(participant.display_name, "bold", 30),
-        f" {min(participant.processed_through, latest)}/{latest}",
+        f" {min(participant.processed_through, latest):,}/{latest:,}",
     )
     if participant.departed:
         chip = chip + Content.styled(" departed", "$error")
