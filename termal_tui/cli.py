@@ -42,7 +42,8 @@ def _interval(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="termal-tui",
-        description="A read-only terminal viewer for TermAl agent mailboxes.",
+        description="A read-only terminal viewer for TermAl agent mailboxes. "
+        "`termal-tui doctor [DB] [--json]` reports stuck hand-offs for scripts.",
     )
     parser.add_argument(
         "db",
@@ -85,7 +86,12 @@ def _fail(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["doctor"]:
+        from termal_tui.doctor import main as doctor
+
+        return doctor(arguments[1:], default_db_path())
+    args = build_parser().parse_args(arguments)
     temp_dir: tempfile.TemporaryDirectory[str] | None = None
     try:
         if args.demo:

@@ -21,11 +21,13 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Final, TypeVar
 
 import aiosqlite
 
+from termal_tui.health import HealthReport, Thresholds, collect, utc_now
 from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import queries
 from termal_tui.store.connection import (
@@ -176,6 +178,14 @@ class MailboxReader:
         return await self._snapshot(
             lambda db: queries.fetch_message(db, message_id, session_id, outcome), single=True
         )
+
+    async def health(
+        self, now: datetime | None = None, thresholds: Thresholds | None = None
+    ) -> HealthReport:
+        """Stuck hand-offs across every mailbox, in one read snapshot (see health.py)."""
+        moment = now or utc_now()
+        limits = thresholds or Thresholds()
+        return await self._snapshot(lambda db: collect(db, moment, limits))
 
     async def session_ids(self) -> list[str]:
         """Every session id that participates in any mailbox (for CLI validation)."""

@@ -1,0 +1,208 @@
+"""Delivery health: is any hand-off stuck, and where? (headless; no textual or rich)
+
+One read-only pass over every participant's unread range yields, per mailbox and
+participant, what a person needs to see at a glance:
+
+- ``never-woken``: unread rows whose wake never went out (state still
+  ``durableButNotWoken``) older than a threshold;
+- ``woken-unprocessed``: rows whose wake was delivered to an idle session, still
+  unprocessed past a threshold (the receiver saw the prompt and did nothing);
+- ``receiver-gone``: unread rows for a participant that has left;
+- ``lagging``: the oldest unprocessed row is older than a threshold (any state).
+
+Findings are ranked by severity, then by age (oldest first).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from termal_tui.models import CONTROL_TOPIC
+from termal_tui.store import queries
+from termal_tui.store.formats import parse_timestamp
+
+SEVERITY: Final = {"receiver-gone": 3, "never-woken": 2, "woken-unprocessed": 2, "lagging": 1}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Ages (seconds) past which an unread row counts as stuck."""
+
+    never_woken: float = 120.0
+    woken_unprocessed: float = 900.0
+    lagging: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    mailbox_id: str
+    participants: str  # "A ⇄ B"
+    session_id: str
+    display_name: str
+    rows: int  # how many rows show the problem
+    first_sequence: int  # the first affected message (open the mailbox there)
+    oldest_at: str  # its created_at
+    age_seconds: float
+    unread_depth: int  # everything unread for this participant in this mailbox
+    processed_through: int
+
+    @property
+    def severity(self) -> int:
+        return SEVERITY[self.kind]
+
+    def describe(self) -> str:
+        who = self.display_name
+        age = format_age(self.age_seconds)
+        if self.kind == "never-woken":
+            return f"{self.rows:,} unread for {who} never woken (oldest {age})"
+        if self.kind == "woken-unprocessed":
+            return f"{self.rows:,} woken for {who} but not processed (oldest {age})"
+        if self.kind == "receiver-gone":
+            return f"{self.rows:,} unread for {who}, who has left the mailbox"
+        return f"{who} lags: {self.unread_depth:,} unread, oldest {age}"
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase like TermAl's wire JSON."""
+        out = {_camel(key): value for key, value in asdict(self).items()}
+        out["severity"] = self.severity
+        out["summary"] = self.describe()
+        return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass
+class HealthReport:
+    findings: list[Finding] = field(default_factory=list)
+    mailboxes: int = 0
+    unread: int = 0
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+    def by_mailbox(self) -> dict[str, list[Finding]]:
+        grouped: dict[str, list[Finding]] = {}
+        for finding in self.findings:
+            grouped.setdefault(finding.mailbox_id, []).append(finding)
+        return grouped
+
+
+def format_age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172_800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86_400} d"
+
+
+# One grouped pass: per participant, its unread range and what state the rows are in.
+_UNREAD_BY_PARTICIPANT: Final = f"""
+SELECT p.mailbox_id, p.session_id, p.display_name, p.processed_through, p.left_at,
+  COUNT(u.rowid),
+  MIN(u.sequence),
+  SUM(u.notification_disposition = 'durableButNotWoken'),
+  MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.sequence END),
+  SUM(u.notification_disposition = 'deliveredToIdleSession'),
+  MIN(CASE WHEN u.notification_disposition = 'deliveredToIdleSession' THEN u.sequence END)
+FROM mailbox_participants p
+JOIN mailbox_messages u
+  ON u.mailbox_id = p.mailbox_id AND u.sequence > p.processed_through
+ AND u.target_session_id = p.session_id AND {queries.NOT_CONTROL.format(t="u.")}
+ AND typeof(u.sequence) = 'integer'
+GROUP BY p.mailbox_id, p.session_id
+"""
+
+
+def _created_at(db: sqlite3.Connection, mailbox_id: str, sequence: int) -> str:
+    row = db.execute(
+        "SELECT created_at FROM mailbox_messages WHERE mailbox_id = ? AND sequence = ?",
+        (mailbox_id, sequence),
+    ).fetchone()
+    return queries.as_text(row[0]) if row else ""
+
+
+def _age(created_at: str, now: datetime) -> float:
+    try:
+        return (now - parse_timestamp(created_at)).total_seconds()
+    except (ValueError, OverflowError):
+        return 0.0
+
+
+def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> HealthReport:
+    """Run on the reader's thread inside one read snapshot (see MailboxReader.health)."""
+    summaries = queries.summaries(db, None)
+    names = {s.id: " ⇄ ".join(p.display_name for p in s.participants) for s in summaries}
+    report = HealthReport(mailboxes=len(summaries))
+    rows = db.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
+    for (
+        mailbox_id,
+        session_id,
+        name,
+        cursor,
+        left_at,
+        unread,
+        oldest,
+        never,
+        never_first,
+        delivered,
+        delivered_first,
+    ) in rows:
+        if mailbox_id not in names or not unread:
+            continue
+        report.unread += unread
+
+        base = {
+            "mailbox_id": queries.as_text(mailbox_id),
+            "participants": names[mailbox_id],
+            "session_id": queries.as_text(session_id),
+            "display_name": queries.as_text(name),
+            "unread_depth": unread,
+            "processed_through": cursor if isinstance(cursor, int) else 0,
+        }
+
+        def finding(kind: str, count: int, first: int, base: dict[str, Any] = base) -> Finding:
+            at = _created_at(db, base["mailbox_id"], first)
+            return Finding(
+                kind=kind,
+                rows=count,
+                first_sequence=first,
+                oldest_at=at,
+                age_seconds=_age(at, now),
+                **base,
+            )
+
+        if left_at is not None:
+            report.findings.append(finding("receiver-gone", unread, oldest))
+            continue
+        if never:
+            candidate = finding("never-woken", never, never_first)
+            if candidate.age_seconds >= thresholds.never_woken:
+                report.findings.append(candidate)
+        if delivered:
+            candidate = finding("woken-unprocessed", delivered, delivered_first)
+            if candidate.age_seconds >= thresholds.woken_unprocessed:
+                report.findings.append(candidate)
+        lag = finding("lagging", unread, oldest)
+        if lag.age_seconds >= thresholds.lagging:
+            report.findings.append(lag)
+    report.findings.sort(key=lambda f: (-f.severity, -f.age_seconds, f.mailbox_id))
+    return report
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+Clock = Callable[[], datetime]

@@ -1,0 +1,90 @@
+"""Delivery health and ``termal-tui doctor``: each problem kind, ranking, JSON, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from termal_tui.health import Thresholds
+from termal_tui.store import open_reader
+from tests.helpers import T0, send
+
+LATER = T0 + timedelta(days=1)
+
+
+async def _report(path: Path, **limits: float):
+    async with open_reader(path) as reader:
+        return await reader.health(now=LATER, thresholds=Thresholds(**limits))
+
+
+def _doctor(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "termal_tui", "doctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_a_healthy_database_says_nothing_is_stuck(writer, db_path):
+    first = await send(writer, body="hello")
+    await writer.acknowledge("session-b", first.mailbox_id, 0, 1)
+    report = await _report(db_path)
+    assert report.healthy and report.mailboxes == 1 and report.unread == 0
+    result = _doctor(str(db_path))
+    assert result.returncode == 0 and "Nothing is stuck" in result.stdout
+
+
+async def test_each_problem_kind_is_found_and_ranked(writer, db_path):
+    never = await send(writer, body="never woken")  # a → b, durableButNotWoken
+    woken = await send(writer, sender="session-c", target="session-b", body="woken")
+    await writer.mark_delivered_through("session-b", woken.mailbox_id, woken.sequence)
+    gone = await send(writer, sender="session-b", target="session-c", body="to a leaver")
+    await writer.mark_session_left("session-c")
+    report = await _report(db_path)
+    kinds = [(f.kind, f.display_name, f.first_sequence) for f in report.findings]
+    assert kinds[0] == ("receiver-gone", "Carol", gone.sequence)  # severity first
+    assert ("never-woken", "Bob", never.sequence) in kinds
+    assert ("woken-unprocessed", "Bob", woken.sequence) in kinds
+    assert sum(kind == "lagging" for kind, _, _ in kinds) == 2
+    # Recent enough for every threshold: nothing is stuck.
+    young = await _report(db_path, never_woken=10**9, woken_unprocessed=10**9, lagging=10**9)
+    assert [f.kind for f in young.findings] == ["receiver-gone"]  # leaving is never fine
+
+
+async def test_doctor_json_shape_and_exit_code(writer, db_path):
+    await send(writer, body="waiting")
+    result = _doctor(str(db_path), "--json")
+    assert result.returncode == 1
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"healthy", "mailboxes", "unread", "findings"}
+    assert payload["healthy"] is False and payload["unread"] == 1
+    finding = payload["findings"][0]
+    for key in (
+        "kind",
+        "mailboxId",
+        "participants",
+        "sessionId",
+        "displayName",
+        "rows",
+        "firstSequence",
+        "oldestAt",
+        "ageSeconds",
+        "unreadDepth",
+        "processedThrough",
+        "severity",
+        "summary",
+    ):
+        assert key in finding, key
+    table = _doctor(str(db_path))
+    assert table.returncode == 1 and "stuck hand-offs" in table.stdout
+
+
+def test_doctor_on_a_bad_file_is_one_sentence_and_exit_2(tmp_path):
+    result = _doctor(str(tmp_path / "missing.sqlite"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "does not exist" in result.stderr
+    assert _doctor("--lagging-after", "-1").returncode == 2  # usage error
