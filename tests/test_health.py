@@ -88,3 +88,42 @@ def test_doctor_on_a_bad_file_is_one_sentence_and_exit_2(tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "does not exist" in result.stderr
     assert _doctor("--lagging-after", "-1").returncode == 2  # usage error
+
+
+async def test_the_health_view_ranks_findings_and_opens_the_first_affected_row(tmp_path):
+    import asyncio
+
+    from tests.viewer_support import app_for, demo_copy, settle
+
+    path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
+    app = app_for(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h")
+        await settle(app, pilot)
+        screen = app.screen
+        assert type(screen).__name__ == "HealthScreen"
+        findings = screen.report.findings
+        assert findings[0].kind == "receiver-gone" and len(findings) > 5
+        target = next(f for f in findings if f.kind == "woken-unprocessed")
+        options = screen.query_one("#findings")
+        options.highlighted = findings.index(target)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None and view.mailbox_id == target.mailbox_id
+        assert view.highlighted_message().sequence == target.first_sequence
+
+
+async def test_an_empty_health_view_says_plainly_that_nothing_is_stuck(writer, db_path):
+    from tests.viewer_support import app_for, settle
+
+    first = await send(writer, body="hello")
+    await writer.acknowledge("session-b", first.mailbox_id, 0, 1)
+    app = app_for(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h")
+        await settle(app, pilot)
+        status = str(app.screen.query_one("#health-status").render())
+        assert "Nothing is stuck" in status

@@ -53,6 +53,7 @@ class MailboxApp(App[None]):
         Binding("ctrl+right", "next_tab", "Next tab", show=False),
         Binding("ctrl+left", "previous_tab", "Prev tab", show=False),
         Binding("0", "show_index", "Index", id="index"),
+        Binding("h", "health", "Health", show=False, id="health"),
     ]
 
     def __init__(
@@ -153,14 +154,19 @@ class MailboxApp(App[None]):
     def _open_requested(self, event: OpenMailbox) -> None:
         self.open_mailbox(event.mailbox_id)
 
-    def open_mailbox(self, mailbox_id: str) -> None:
-        """Open the mailbox's tab, or focus it if it is already open (never a copy)."""
+    def open_mailbox(self, mailbox_id: str, at_sequence: int | None = None) -> None:
+        """Open the mailbox's tab, or focus it if it is already open (never a copy);
+        with ``at_sequence``, select that message once the tab has loaded."""
         if self._reader is None:
             return
         tabs = self.query_one("#tabs", TabbedContent)
         pane_id = self._panes.get(mailbox_id)
         if pane_id is not None:
             tabs.active = pane_id
+            if at_sequence is not None:
+                view = self.active_view()
+                if view is not None:
+                    view.request_jump(at_sequence)
             return
         self._pane_counter += 1
         pane_id = f"mailbox-pane-{self._pane_counter}"
@@ -173,6 +179,8 @@ class MailboxApp(App[None]):
             interval=self.poll_interval,
             snapshot=self._reader.snapshot is not None,
         )
+        if at_sequence is not None:
+            view.request_jump(at_sequence)
         tabs.add_pane(TabPane(self._tab_title(mailbox_id), view, id=pane_id))
         tabs.active = pane_id
 
@@ -264,6 +272,18 @@ class MailboxApp(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_health(self) -> None:
+        """Stuck hand-offs across every mailbox; choosing one opens it at the message."""
+        if self._reader is None:
+            return
+        from termal_tui.tui.screens.health import HealthScreen
+
+        def chosen(result: tuple[str, int] | None) -> None:
+            if result is not None:
+                self.open_mailbox(result[0], at_sequence=result[1])
+
+        self.push_screen(HealthScreen(self._reader), chosen)
 
     def action_refresh(self) -> None:
         view = self.active_view()

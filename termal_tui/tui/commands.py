@@ -36,6 +36,7 @@ class MailboxCommands(Provider):
                     f"{summary.unread_count} unread, latest #{summary.latest_sequence}",
                 )
             )
+        commands.append(("Delivery health", app.action_health, "Stuck hand-offs, ranked"))
         commands.append(("Load older messages", app.action_load_older, "Next 50 in this tab"))
         commands.append(("Refresh now", app.action_refresh, "Re-read summaries and cursors"))
         commands.append(("Show new messages", app.action_show_new, "Bring announced rows in"))

@@ -40,7 +40,11 @@ class MailboxIndex(Vertical):
     MailboxIndex #cards { height: 1fr; border: none; }
     MailboxIndex #cards > .option-list--option { padding: 0 1; }
     """
-    BINDINGS = [Binding("r", "refresh", "Refresh"), Binding("q", "app.quit", "Quit")]
+    BINDINGS = [
+        Binding("h", "app.health", "Health"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("q", "app.quit", "Quit"),
+    ]
 
     def __init__(
         self,

@@ -189,6 +189,7 @@ class MailboxView(Vertical):
         self._timer: Timer | None = None
         self._width = 0
         self._offered: tuple[bool, ...] = ()
+        self._pending_jump: int | None = None
         self._bar: Content | None = None
         self._notice: Content | None = None
 
@@ -348,6 +349,13 @@ class MailboxView(Vertical):
             self.refreshing = False
         self.post_message(RefreshLoaded(head, fresh, more, token))
 
+    def request_jump(self, sequence: int) -> None:
+        """Select ``#sequence`` now, or as soon as the first page is in."""
+        if self.model.summary is None:
+            self._pending_jump = sequence
+        else:
+            self.jump_to(sequence)
+
     @work(group="read", exclusive=False, exit_on_error=False)
     async def jump_to(self, sequence: int) -> None:
         """Select ``#sequence``: at once if loaded, else read a window around it."""
@@ -393,6 +401,9 @@ class MailboxView(Vertical):
             self.thread.highlighted = 0
         self._mark_live()
         self.post_message(TitleKnown(self, summary_title(event.summary)))
+        if self._pending_jump is not None:
+            sequence, self._pending_jump = self._pending_jump, None
+            self.jump_to(sequence)
 
     @on(OlderLoaded)
     def _older_loaded(self, event: OlderLoaded) -> None:
@@ -510,6 +521,8 @@ class MailboxView(Vertical):
         thread = self.thread
         thread.highlighted = index
         thread.scroll_to_highlight(top=True)
+        # Rows just added may not be laid out yet: scroll again once they are.
+        self.call_after_refresh(thread.scroll_to_highlight, top=True)
         thread.focus()
         return True
 
