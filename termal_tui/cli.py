@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="termal-tui",
         description="A read-only terminal viewer for TermAl agent mailboxes. "
-        "`termal-tui doctor [DB] [--json]` reports stuck hand-offs for scripts.",
+        "`termal-tui doctor [DB] [--json]` reports stuck hand-offs for scripts; "
+        "`termal-tui export [DB] --mailbox ID` writes messages as JSONL or Markdown.",
     )
     parser.add_argument(
         "db",
@@ -91,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from termal_tui.doctor import main as doctor
 
         return doctor(arguments[1:], default_db_path())
+    if arguments[:1] == ["export"]:
+        from termal_tui.export import main as export
+
+        return export(arguments[1:], default_db_path())
     args = build_parser().parse_args(arguments)
     temp_dir: tempfile.TemporaryDirectory[str] | None = None
     try:

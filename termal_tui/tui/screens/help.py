@@ -27,10 +27,13 @@ Mailbox tab (newest first; the footer shows what applies)
   n                      show new messages announced above the thread
   r                      refresh now (also automatic every few seconds)
   w                      close this tab
+  c / C                  copy the highlighted body / id to the clipboard
+  e                      export the loaded messages as JSONL (file named in a note)
 
 Everywhere
   [ / ]                  previous / next tab   (ctrl+left / ctrl+right too)
   0                      back to the mailbox index
+  h                      delivery health: stuck hand-offs, ranked (from the index)
   ctrl+p                 command palette: open a mailbox, jump to #N at any depth
 
 Shading

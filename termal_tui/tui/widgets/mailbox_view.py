@@ -8,9 +8,11 @@ reads nothing more when nothing moved; the widget applies exactly the rows that 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Final
 
 from textual import on, work
@@ -26,9 +28,10 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
+from termal_tui.export import export_record
 from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage
 from termal_tui.presentation import summary_title
-from termal_tui.sanitize import visible_line
+from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.errors import NotFoundError, StoreError
 from termal_tui.store.formats import READ_LIMIT_MAX
 from termal_tui.store.reader import MailboxReader
@@ -161,6 +164,9 @@ class MailboxView(Vertical):
         Binding("n", "show_new", "New"),
         Binding("r", "refresh", "Refresh"),
         Binding("w", "close", "Close"),
+        Binding("c", "copy_body", "Copy body", show=False),
+        Binding("C", "copy_id", "Copy id", show=False),
+        Binding("e", "export", "Export", show=False),
     ]
 
     def __init__(
@@ -251,6 +257,45 @@ class MailboxView(Vertical):
 
     def action_close(self) -> None:
         self.post_message(CloseRequested(self))
+
+    def action_copy_body(self) -> None:
+        """The highlighted message's exact body to the clipboard (OSC 52, base64)."""
+        message = self.highlighted_message()
+        if message is None:
+            return
+        self.app.copy_to_clipboard(message.body)
+        controls = sum(1 for char in message.body if char != visible(char) and char not in "\n\t")
+        extra = f" (it contains {controls} control/invisible characters)" if controls else ""
+        self.notify(
+            f"Copied {len(message.body):,} characters of #{message.sequence}'s body{extra}.",
+            markup=False,
+        )
+
+    def action_copy_id(self) -> None:
+        message = self.highlighted_message()
+        if message is not None:
+            self.app.copy_to_clipboard(message.id)
+            self.notify(f"Copied the id of #{message.sequence} ({len(message.id)} characters).")
+
+    def action_export(self) -> None:
+        """The loaded messages (oldest to newest) as JSONL in the working directory."""
+        rows = sorted(self.messages, key=lambda m: m.sequence)
+        if not rows or self.model.summary is None:
+            return
+        name = f"termal-export-{short_id(self.mailbox_id)}-{rows[0].sequence}-{rows[-1].sequence}.jsonl"
+        try:
+            with open(name, "w", encoding="utf-8") as handle:
+                for message in rows:
+                    record = export_record(message, self.model.summary)
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        except OSError as error:
+            self.notify(
+                f"Could not write {name}: {error.strerror}.", severity="error", markup=False
+            )
+            return
+        self.notify(
+            f"Exported {len(rows):,} loaded messages to {Path(name).resolve()}.", markup=False
+        )
 
     def action_full_body(self) -> None:
         from termal_tui.tui.screens.body import BodyScreen

@@ -1,0 +1,135 @@
+"""``termal-tui export DB --mailbox ID [--from N] [--to M] [--format jsonl|markdown]``.
+
+Messages with their derived state, read-only. JSONL is exact: each line is TermAl's
+``MailboxMessage`` wire object plus ``processed`` and ``dispatchOutcome``. Markdown is for
+people: every control or invisible character stays escaped as a visible stand-in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from termal_tui.models import MailboxMessage, MailboxSummary
+from termal_tui.presentation import format_time, is_processed, row_title
+from termal_tui.sanitize import visible, visible_line
+from termal_tui.store.errors import StoreError
+from termal_tui.store.formats import READ_LIMIT_MAX
+from termal_tui.store.reader import MailboxReader, open_reader
+
+
+def export_record(message: MailboxMessage, summary: MailboxSummary) -> dict[str, object]:
+    """TermAl's wire object plus the derived state a reader of the export needs."""
+    record = message.to_wire()
+    record["processed"] = is_processed(message, summary.participants)
+    record["dispatchOutcome"] = message.dispatch_outcome
+    return record
+
+
+async def messages(
+    reader: MailboxReader, mailbox_id: str, first: int, last: int | None, session: str | None
+) -> AsyncIterator[MailboxMessage]:
+    """Ascending from ``first`` to ``last`` in keyset pages (never the whole table)."""
+    after = max(0, first - 1)
+    while True:
+        batch = await reader.read_range(mailbox_id, after, READ_LIMIT_MAX, session)
+        for message in batch:
+            if last is not None and message.sequence > last:
+                return
+            yield message
+        if len(batch) < READ_LIMIT_MAX:
+            return
+        after = batch[-1].sequence
+
+
+def markdown_block(message: MailboxMessage, summary: MailboxSummary) -> str:
+    state = "✓ Processed" if is_processed(message, summary.participants) else "● Unread"
+    body = visible(message.body)
+    longest = max((len(run) for run in re.findall("`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)  # CommonMark: longer than any backtick run inside
+    return (
+        f"## #{message.sequence} · {visible_line(row_title(message), 120)}\n\n"
+        f"- from **{visible_line(message.sender_name, 60)}** to "
+        f"**{visible_line(message.target_name, 60)}**, "
+        f"{visible_line(format_time(message.created_at), 40)}\n"
+        f"- {state} · wake {visible_line(message.notification_state, 40)} · dispatch "
+        f"{visible_line(message.dispatch_outcome or 'not finalized', 40)}\n\n"
+        f"{fence}text\n{body}\n{fence}\n"
+    )
+
+
+async def write_export(
+    path: Path,
+    mailbox_id: str,
+    out: TextIO,
+    *,
+    first: int = 1,
+    last: int | None = None,
+    fmt: str = "jsonl",
+    session: str | None = None,
+) -> int:
+    async with open_reader(path) as reader:
+        summary = await reader.get_head(mailbox_id, session)
+        count = 0
+        if fmt == "markdown":
+            names = " ⇄ ".join(visible_line(p.display_name, 40) for p in summary.participants)
+            out.write(f"# {names}\n\nMailbox `{visible_line(mailbox_id, 80)}`\n\n")
+        async for message in messages(reader, mailbox_id, first, last, session):
+            if fmt == "jsonl":
+                out.write(json.dumps(export_record(message, summary), ensure_ascii=False) + "\n")
+            else:
+                out.write(markdown_block(message, summary) + "\n")
+            count += 1
+        return count
+
+
+def main(argv: Sequence[str], default_db: Path) -> int:
+    parser = argparse.ArgumentParser(
+        prog="termal-tui export", description="Export a mailbox's messages (read-only)."
+    )
+    parser.add_argument("db", nargs="?", help="coordination database (default as the viewer)")
+    parser.add_argument("--mailbox", metavar="ID", required=True)
+    parser.add_argument("--session", metavar="ID", help="as this participant (TermAl's view)")
+    parser.add_argument("--from", dest="first", metavar="N", type=int, default=1)
+    parser.add_argument("--to", dest="last", metavar="M", type=int, default=None)
+    parser.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl")
+    parser.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    args = parser.parse_args(argv)
+    path = Path(args.db).expanduser() if args.db else default_db
+    if args.first < 1 or (args.last is not None and args.last < args.first):
+        print("termal-tui export: error: --from must be ≥ 1 and --to ≥ --from.", file=sys.stderr)
+        return 2
+    try:
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                asyncio.run(_run(path, args, handle))
+        else:
+            asyncio.run(_run(path, args, sys.stdout))
+    except StoreError as error:
+        print(f"termal-tui export: error: {visible_line(str(error), 500)}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(
+            f"termal-tui export: error: cannot write {args.output}: {error.strerror}.",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+async def _run(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    return await write_export(
+        path,
+        args.mailbox,
+        out,
+        first=args.first,
+        last=args.last,
+        fmt=args.format,
+        session=args.session,
+    )

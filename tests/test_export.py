@@ -1,0 +1,118 @@
+"""``termal-tui export``: JSONL round trip through the reader, inert Markdown, bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+
+from termal_tui.export import write_export
+from termal_tui.models import MailboxMessage
+from termal_tui.store import open_reader
+from tests.helpers import send
+
+
+async def _mailbox(writer) -> str:
+    receipt = None
+    for n in range(1, 8):
+        receipt = await send(
+            writer, body=f"Body {n}.\n\x1b]52;c;eA==\x07 ```fence``` \u200b", key=f"e{n}"
+        )
+    await writer.acknowledge("session-b", receipt.mailbox_id, 0, 3)
+    return receipt.mailbox_id
+
+
+async def test_jsonl_is_termals_wire_json_and_reads_back_exactly(writer, db_path):
+    mailbox = await _mailbox(writer)
+    out = io.StringIO()
+    assert await write_export(db_path, mailbox, out, first=2, last=6) == 5
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["sequence"] for line in lines] == [2, 3, 4, 5, 6]
+    assert [line["processed"] for line in lines] == [True, True, False, False, False]
+    async with open_reader(db_path) as reader:
+        expected = await reader.read_range(mailbox, 1, 5)
+    for line, message in zip(lines, expected, strict=True):
+        derived = {key: line.pop(key) for key in ("processed", "dispatchOutcome")}
+        assert derived["dispatchOutcome"] == message.dispatch_outcome
+        assert MailboxMessage.model_validate(line).to_wire() == message.to_wire() == line
+
+
+async def test_markdown_keeps_every_control_character_escaped(writer, db_path):
+    mailbox = await _mailbox(writer)
+    out = io.StringIO()
+    await write_export(db_path, mailbox, out, fmt="markdown")
+    text = out.getvalue()
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b]", text)
+    assert "␛]52;c;eA==␇" in text and "⟨U+200B⟩" in text
+    assert "````text" in text  # a fence longer than the body's own backticks
+    assert text.count("## #") == 7 and "✓ Processed" in text and "● Unread" in text
+
+
+def test_export_cli_writes_a_file_and_refuses_bad_ranges(tmp_path):
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "termal_tui",
+            "export",
+            str(tmp_path / "x.sqlite"),
+            "--mailbox",
+            "m",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    backwards = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "termal_tui",
+            "export",
+            "--mailbox",
+            "m",
+            "--from",
+            "5",
+            "--to",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert backwards.returncode == 2 and "--to ≥ --from" in backwards.stderr
+
+
+async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkeypatch):
+    import asyncio
+
+    from tests.viewer_support import app_for, demo_copy, settle
+
+    path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
+    monkeypatch.chdir(tmp_path)
+    app = app_for(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        for summary in app.summaries:
+            if sorted(p.display_name for p in summary.participants) == ["frontend", "planner"]:
+                app.open_mailbox(summary.id)
+        await settle(app, pilot)
+        view = app.active_view()
+        view.thread.highlighted = 2  # #4: ANSI colour, cursor moves, a title escape
+        message = view.highlighted_message()
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.clipboard == message.body  # exact, escapes and all (sent base64)
+        notes = [n.message for n in app._notifications]
+        assert any(f"Copied {len(message.body):,} characters of #4" in n for n in notes)
+        assert any("control/invisible characters" in n for n in notes)
+        await pilot.press("C")
+        await pilot.pause()
+        assert app.clipboard == message.id
+        await pilot.press("e")
+        await pilot.pause()
+        (written,) = tmp_path.glob("termal-export-*.jsonl")
+        records = [json.loads(line) for line in written.read_text().splitlines()]
+        assert [r["sequence"] for r in records] == [1, 2, 3, 4, 5, 6]
+        assert any(str(written) in n.message for n in app._notifications)
