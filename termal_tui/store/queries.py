@@ -318,6 +318,38 @@ def fetch_message(
     raise NotFoundError("mailbox message not found")
 
 
+def search_chunk(
+    db: sqlite3.Connection,
+    mailbox_id: str,
+    needle: str,
+    before: int,
+    scan: int,
+    viewer: str | None,
+    has_dispatch_outcome: bool,
+) -> tuple[list[MailboxMessage], int | None]:
+    """Visible rows below ``before`` whose body or topic contains ``needle`` (ASCII case
+    folded), looking at no more than ``scan`` rows; returns the matches (newest first) and
+    the lowest sequence scanned (None when the start of the mailbox was reached)."""
+    bounds = db.execute(
+        "SELECT MIN(sequence), COUNT(*) FROM (SELECT sequence FROM mailbox_messages "
+        "WHERE mailbox_id = ? AND sequence < ? ORDER BY sequence DESC LIMIT ?)",
+        (mailbox_id, before, scan),
+    ).fetchone()
+    lowest, scanned = bounds
+    if not scanned:
+        return [], None
+    predicate, params = visibility(viewer)
+    sql = (
+        f"SELECT {message_columns(has_dispatch_outcome)} FROM mailbox_messages "
+        f"WHERE mailbox_id = :mid AND sequence < :before AND sequence >= :lowest "
+        f"AND {predicate} AND (instr(lower(body), :needle) > 0 "
+        "OR instr(lower(COALESCE(topic, '')), :needle) > 0) ORDER BY sequence DESC"
+    )
+    params |= {"mid": mailbox_id, "before": before, "lowest": lowest, "needle": needle.lower()}
+    matches = fetch_messages(db, sql, params)
+    return matches, (lowest if scanned == scan else None)
+
+
 # ------------------------------------------------------------------ summaries
 
 _LATEST_VISIBLE: Final = f"""

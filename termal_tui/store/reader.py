@@ -187,6 +187,25 @@ class MailboxReader:
         limits = thresholds or Thresholds()
         return await self._snapshot(lambda db: collect(db, moment, limits))
 
+    async def search_chunk(
+        self,
+        mailbox_id: str,
+        needle: str,
+        before: int | None = None,
+        scan: int = 20_000,
+        session_id: str | None = None,
+    ) -> tuple[list[MailboxMessage], int | None]:
+        """One bounded step of a substring search, newest first (keyset: call again with
+        the returned sequence until it is None). Each step is its own short snapshot."""
+        start = queries.MAX_SEQUENCE if before is None else before
+        outcome = self.schema.has_dispatch_outcome
+
+        def work(db: sqlite3.Connection) -> tuple[list[MailboxMessage], int | None]:
+            queries.authorize(db, mailbox_id, session_id)
+            return queries.search_chunk(db, mailbox_id, needle, start, scan, session_id, outcome)
+
+        return await self._snapshot(work)
+
     async def session_ids(self) -> list[str]:
         """Every session id that participates in any mailbox (for CLI validation)."""
 

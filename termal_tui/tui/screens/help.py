@@ -27,6 +27,7 @@ Mailbox tab (newest first; the footer shows what applies)
   n                      show new messages announced above the thread
   r                      refresh now (also automatic every few seconds)
   w                      close this tab
+  /                      search bodies and topics (enter on a result jumps there)
   c / C                  copy the highlighted body / id to the clipboard
   e                      export the loaded messages as JSONL (file named in a note)
 

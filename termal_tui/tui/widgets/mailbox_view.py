@@ -167,6 +167,7 @@ class MailboxView(Vertical):
         Binding("c", "copy_body", "Copy body", show=False),
         Binding("C", "copy_id", "Copy id", show=False),
         Binding("e", "export", "Export", show=False),
+        Binding("slash", "search", "Search", show=False),
     ]
 
     def __init__(
@@ -257,6 +258,19 @@ class MailboxView(Vertical):
 
     def action_close(self) -> None:
         self.post_message(CloseRequested(self))
+
+    def action_search(self) -> None:
+        """Substring search over this mailbox; choosing a result jumps to it."""
+        from termal_tui.tui.screens.search import SearchScreen
+
+        def chosen(sequence: int | None) -> None:
+            if sequence is not None:
+                self.jump_to(sequence)
+
+        screen = SearchScreen(
+            self.reader, self.mailbox_id, self.session_id, self.model.latest_sequence
+        )
+        self.app.push_screen(screen, chosen)
 
     def action_copy_body(self) -> None:
         """The highlighted message's exact body to the clipboard (OSC 52, base64)."""

@@ -1,0 +1,128 @@
+"""``/`` in a tab: substring search over the mailbox's bodies and topics, newest first.
+
+The scan runs in bounded keyset steps (20,000 rows each, one short read snapshot per
+step) in a worker: results stream in with a progress line, a new query or escape cancels
+the old scan, and at most MAX_RESULTS are kept. Enter jumps to the row.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from termal_tui.models import MailboxMessage
+from termal_tui.presentation import row_title
+from termal_tui.sanitize import visible_line
+from termal_tui.store.reader import MailboxReader
+
+MAX_RESULTS: Final = 500
+SCAN_STEP: Final = 20_000
+
+
+class SearchScreen(ModalScreen[int | None]):
+    DEFAULT_CSS = """
+    SearchScreen { align: center top; }
+    SearchScreen > Vertical {
+        width: 100%; height: 90%; border: round $accent; background: $surface;
+    }
+    SearchScreen #search-status { height: 1; padding: 0 1; }
+    SearchScreen #results { height: 1fr; border: none; }
+    """
+    BINDINGS = [Binding("escape", "close", "Close")]
+
+    def __init__(
+        self, reader: MailboxReader, mailbox_id: str, session_id: str | None, latest: int
+    ) -> None:
+        super().__init__()
+        self.reader = reader
+        self.mailbox_id = mailbox_id
+        self.session_id = session_id
+        self.latest = max(1, latest)
+        self.matches: list[MailboxMessage] = []
+        self.done = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Input(placeholder="search bodies and topics (enter to search)", id="query")
+            yield Static(Content(""), id="search-status")
+            yield OptionList(id="results")
+
+    def action_close(self) -> None:
+        self.workers.cancel_all()
+        self.dismiss(None)
+
+    @on(Input.Submitted, "#query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        needle = event.value.strip()
+        if needle:
+            self.matches = []
+            self.done = False
+            self.query_one("#results", OptionList).clear_options()
+            self.scan(needle)
+
+    @work(exclusive=True, group="search", exit_on_error=False)
+    async def scan(self, needle: str) -> None:
+        before: int | None = None
+        shown = visible_line(needle, 60)
+        while True:
+            found, before = await self.reader.search_chunk(
+                self.mailbox_id, needle, before, SCAN_STEP, self.session_id
+            )
+            self._add(found[: MAX_RESULTS - len(self.matches)])
+            if len(self.matches) >= MAX_RESULTS:
+                self._status(f"{MAX_RESULTS}+ matches for “{shown}”: showing the newest; refine")
+                break
+            if before is None:
+                self.done = True
+                count = len(self.matches)
+                self._status(
+                    f"{count:,} match{'es' if count != 1 else ''} for “{shown}” · whole mailbox"
+                    " searched"
+                    if count
+                    else f"No message contains “{shown}”."
+                )
+                break
+            scanned = max(0, self.latest - before + 1)
+            self._status(
+                f"searching “{shown}”… {len(self.matches):,} found · scanned "
+                f"{scanned:,} of {self.latest:,} (down to #{before:,}) · escape cancels"
+            )
+
+    def _status(self, text: str) -> None:
+        self.query_one("#search-status", Static).update(Content(text))
+
+    def _add(self, found: list[MailboxMessage]) -> None:
+        if not found:
+            return
+        results = self.query_one("#results", OptionList)
+        start = len(self.matches)
+        self.matches.extend(found)
+        results.add_options(
+            Option(
+                Content.assemble(
+                    Content.styled(f"#{m.sequence:,}  ", "bold"),
+                    Content(visible_line(f"{m.sender_name} → {m.target_name}", 40)),
+                    "  ",
+                    Content(visible_line(row_title(m), 80)),
+                ),
+                id=f"result-{start + offset}",
+            )
+            for offset, m in enumerate(found)
+        )
+        if start == 0:
+            results.highlighted = 0
+
+    @on(OptionList.OptionSelected, "#results")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.workers.cancel_all()
+        self.dismiss(self.matches[event.option_index].sequence)
