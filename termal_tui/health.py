@@ -111,11 +111,13 @@ def format_age(seconds: float) -> str:
 _UNREAD_BY_PARTICIPANT: Final = f"""
 SELECT p.mailbox_id, p.session_id, p.display_name, p.processed_through, p.left_at,
   COUNT(u.rowid),
-  MIN(u.sequence),
+  MIN(u.sequence), MIN(u.created_at),
   SUM(u.notification_disposition = 'durableButNotWoken'),
   MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.sequence END),
+  MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.created_at END),
   SUM(u.notification_disposition = 'deliveredToIdleSession'),
-  MIN(CASE WHEN u.notification_disposition = 'deliveredToIdleSession' THEN u.sequence END)
+  MIN(CASE WHEN u.notification_disposition = 'deliveredToIdleSession' THEN u.sequence END),
+  MIN(CASE WHEN u.notification_disposition = 'deliveredToIdleSession' THEN u.created_at END)
 FROM mailbox_participants p
 JOIN mailbox_messages u
   ON u.mailbox_id = p.mailbox_id AND u.sequence > p.processed_through
@@ -123,14 +125,6 @@ JOIN mailbox_messages u
  AND typeof(u.sequence) = 'integer'
 GROUP BY p.mailbox_id, p.session_id
 """
-
-
-def _created_at(db: sqlite3.Connection, mailbox_id: str, sequence: int) -> str:
-    row = db.execute(
-        "SELECT created_at FROM mailbox_messages WHERE mailbox_id = ? AND sequence = ?",
-        (mailbox_id, sequence),
-    ).fetchone()
-    return queries.as_text(row[0]) if row else ""
 
 
 def _age(created_at: str, now: datetime) -> float:
@@ -142,10 +136,16 @@ def _age(created_at: str, now: datetime) -> float:
 
 def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> HealthReport:
     """Run on the reader's thread inside one read snapshot (see MailboxReader.health)."""
-    summaries = queries.summaries(db, None)
-    names = {s.id: " ⇄ ".join(p.display_name for p in s.participants) for s in summaries}
-    report = HealthReport(mailboxes=len(summaries))
     rows = db.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
+    ids = sorted({row[0] for row in rows})
+    by_mailbox, _ = queries.participants(db, ids)
+    names = {mid: " ⇄ ".join(p.display_name for p in found) for mid, found in by_mailbox.items()}
+    visible = db.execute(
+        f"SELECT COUNT(*) FROM mailboxes m WHERE EXISTS (SELECT 1 FROM mailbox_messages v "
+        f"WHERE v.mailbox_id = m.id AND {queries.NOT_CONTROL.format(t='v.')})",
+        {"ctl": CONTROL_TOPIC},
+    ).fetchone()[0]
+    report = HealthReport(mailboxes=visible)
     for (
         mailbox_id,
         session_id,
@@ -154,15 +154,17 @@ def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> He
         left_at,
         unread,
         oldest,
+        oldest_at,
         never,
         never_first,
+        never_at,
         delivered,
         delivered_first,
+        delivered_at,
     ) in rows:
         if mailbox_id not in names or not unread:
             continue
         report.unread += unread
-
         base = {
             "mailbox_id": queries.as_text(mailbox_id),
             "participants": names[mailbox_id],
@@ -172,29 +174,31 @@ def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> He
             "processed_through": cursor if isinstance(cursor, int) else 0,
         }
 
-        def finding(kind: str, count: int, first: int, base: dict[str, Any] = base) -> Finding:
-            at = _created_at(db, base["mailbox_id"], first)
+        def finding(
+            kind: str, count: int, first: int, at: object, base: dict[str, Any] = base
+        ) -> Finding:
+            created = queries.as_text(at)
             return Finding(
                 kind=kind,
                 rows=count,
                 first_sequence=first,
-                oldest_at=at,
-                age_seconds=_age(at, now),
+                oldest_at=created,
+                age_seconds=_age(created, now),
                 **base,
             )
 
         if left_at is not None:
-            report.findings.append(finding("receiver-gone", unread, oldest))
+            report.findings.append(finding("receiver-gone", unread, oldest, oldest_at))
             continue
         if never:
-            candidate = finding("never-woken", never, never_first)
+            candidate = finding("never-woken", never, never_first, never_at)
             if candidate.age_seconds >= thresholds.never_woken:
                 report.findings.append(candidate)
         if delivered:
-            candidate = finding("woken-unprocessed", delivered, delivered_first)
+            candidate = finding("woken-unprocessed", delivered, delivered_first, delivered_at)
             if candidate.age_seconds >= thresholds.woken_unprocessed:
                 report.findings.append(candidate)
-        lag = finding("lagging", unread, oldest)
+        lag = finding("lagging", unread, oldest, oldest_at)
         if lag.age_seconds >= thresholds.lagging:
             report.findings.append(lag)
     report.findings.sort(key=lambda f: (-f.severity, -f.age_seconds, f.mailbox_id))

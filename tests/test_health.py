@@ -127,3 +127,45 @@ async def test_an_empty_health_view_says_plainly_that_nothing_is_stuck(writer, d
         await settle(app, pilot)
         status = str(app.screen.query_one("#health-status").render())
         assert "Nothing is stuck" in status
+
+
+async def test_index_cards_carry_a_marker_and_filter_by_participant_as_you_type(tmp_path):
+    import asyncio
+
+    from tests.viewer_support import app_for, demo_copy, settle
+
+    path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
+    app = app_for(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        index = app.query_one("#mailbox-index")
+        cards = index.query_one("#cards")
+        prompts = {o.id: str(o.prompt) for o in cards.options}
+        release = next(s.id for s in app.summaries if "release-bot" in str(s.participants))
+        frontend = next(s.id for s in app.summaries if "frontend" in str(s.participants))
+        assert prompts[release].startswith("⚠") and "gone · " in prompts[release]
+        assert not prompts[frontend].startswith("⚠")  # all read: nothing stuck
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press("d", "o", "c")
+        await pilot.pause()
+        assert [o.id for o in cards.options] == [
+            s.id for s in app.summaries if "docs" in str(s.participants)
+        ]
+        await pilot.press("backspace", "backspace", "backspace", "enter")
+        await pilot.pause()
+        assert len(cards.options) == 6 and app.focused is cards
+
+
+async def test_an_empty_database_still_answers_r_and_h(writer, db_path):
+    from tests.viewer_support import app_for, settle
+
+    app = app_for(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        footer = str(app.screen._compositor.render_strips()[-1].text)
+        assert "Refresh" in footer and "Health" in footer
+        await send(writer, body="first message")
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert len(app.summaries) == 1

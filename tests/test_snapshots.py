@@ -85,5 +85,21 @@ class TestSnapshots:
         app = app_for(snapshot_db, session_id="session-7")
         assert snap_compare(app, terminal_size=size, run_before=run)
 
+    def test_health_view_with_every_problem_kind(self, snap_compare, snapshot_db, size):
+        async def run(pilot) -> None:
+            await _settle(pilot)
+            await pilot.press("h")
+            await _settle(pilot)
+
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_health_view_when_nothing_is_stuck(self, snap_compare, empty_db, size):
+        async def run(pilot) -> None:
+            await _settle(pilot)
+            await pilot.press("h")
+            await _settle(pilot)
+
+        assert snap_compare(app_for(empty_db), terminal_size=size, run_before=run)
+
     def test_empty_database(self, snap_compare, empty_db, size):
         assert snap_compare(app_for(empty_db), terminal_size=size, run_before=_settle)

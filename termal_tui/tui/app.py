@@ -283,7 +283,7 @@ class MailboxApp(App[None]):
             if result is not None:
                 self.open_mailbox(result[0], at_sequence=result[1])
 
-        self.push_screen(HealthScreen(self._reader), chosen)
+        self.push_screen(HealthScreen(self._reader, clock=self._clock), chosen)
 
     def action_refresh(self) -> None:
         view = self.active_view()

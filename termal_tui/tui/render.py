@@ -51,8 +51,9 @@ def short_id(identifier: str) -> str:
     return visible_line(tail[:SHORT_ID_CHARS])
 
 
-def card(summary: MailboxSummary, width: int = 78) -> Content:
-    """A compact two-line notification card for the mailbox index."""
+def card(summary: MailboxSummary, width: int = 78, problem: str | None = None) -> Content:
+    """A compact two-line notification card for the mailbox index (``problem``: a short
+    word from the health check, shown as a marker)."""
     if summary.unread_count:
         badge = Content.styled(f"{UNREAD_GLYPH} {summary.unread_count:,} unread", "bold $warning")
     else:
@@ -62,11 +63,20 @@ def card(summary: MailboxSummary, width: int = 78) -> Content:
         f"  #{summary.latest_sequence:,} · {visible_line(when)} · {short_id(summary.id)}",
         "$foreground 65%",
     )
+    if problem:  # the health check's worst finding: the glyph turns red, the word leads
+        badge = Content.styled(f"⚠ {summary.unread_count:,} unread", "bold $error")
     head = Content.assemble(badge, "  ", line(summary_title(summary), "bold", 60), meta)
     preview_text = (
         summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence}"
     )
-    return Content("\n").join([head, line(preview_text, "", max(10, width - 1))])
+    room = max(10, width - 1)
+    if not problem:
+        return Content("\n").join([head, line(preview_text, "", room)])
+    tag = f"{problem} · "
+    second = Content.assemble(
+        Content.styled(tag, "bold $error"), line(preview_text, "", max(10, room - len(tag)))
+    )
+    return Content("\n").join([head, second])
 
 
 def participant_chip(participant: MailboxParticipant, latest: int) -> Content:

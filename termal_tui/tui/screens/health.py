@@ -3,6 +3,9 @@ at the first affected message. Read-only, like everything in the viewer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -43,7 +46,7 @@ class HealthScreen(Screen[tuple[str, int] | None]):
     """Dismisses with (mailbox id, first affected sequence) when a finding is chosen."""
 
     DEFAULT_CSS = """
-    HealthScreen #health-status { height: 1; padding: 0 1; background: $panel; }
+    HealthScreen #health-status { height: auto; padding: 0 1; background: $panel; }
     HealthScreen #findings { height: 1fr; border: none; }
     HealthScreen #findings > .option-list--option { padding: 0 1; }
     """
@@ -52,9 +55,15 @@ class HealthScreen(Screen[tuple[str, int] | None]):
         Binding("r", "reload", "Refresh"),
     ]
 
-    def __init__(self, reader: MailboxReader, thresholds: Thresholds | None = None) -> None:
+    def __init__(
+        self,
+        reader: MailboxReader,
+        thresholds: Thresholds | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         super().__init__()
         self.reader = reader
+        self.clock = clock
         self.thresholds = thresholds or Thresholds()
         self.report: HealthReport | None = None
 
@@ -73,7 +82,8 @@ class HealthScreen(Screen[tuple[str, int] | None]):
 
     @work(exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        report = await self.reader.health(thresholds=self.thresholds)
+        now = self.clock() if self.clock is not None else None
+        report = await self.reader.health(now=now, thresholds=self.thresholds)
         self.show(report)
 
     def show(self, report: HealthReport) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -11,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
@@ -22,6 +23,14 @@ from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import IndexLoaded, OpenMailbox
 from termal_tui.tui.render import card
 
+HEALTH_EVERY_SECONDS = 30.0
+PROBLEM_WORDS = {
+    "receiver-gone": "gone",
+    "never-woken": "not woken",
+    "woken-unprocessed": "ignored",
+    "lagging": "lagging",
+}
+
 
 class CardList(OptionList):
     """The index's cards; enter opens (shown in the footer)."""
@@ -29,8 +38,11 @@ class CardList(OptionList):
     BINDINGS = [Binding("enter", "select", "Open")]
 
 
-class MailboxIndex(Vertical):
-    """Cards for every visible mailbox. Selecting one posts :class:`OpenMailbox`."""
+class MailboxIndex(Vertical, can_focus=True):
+    """Cards for every visible mailbox. Selecting one posts :class:`OpenMailbox`.
+
+    Focusable itself, so that with no cards (an empty database) its keys still work.
+    """
 
     DEFAULT_CSS = """
     MailboxIndex #index-status { height: 1; padding: 0 1; color: $foreground 65%; }
@@ -39,8 +51,11 @@ class MailboxIndex(Vertical):
     MailboxIndex.-empty #cards { display: none; }
     MailboxIndex #cards { height: 1fr; border: none; }
     MailboxIndex #cards > .option-list--option { padding: 0 1; }
+    MailboxIndex #index-filter { margin: 0 1; }
+    MailboxIndex.-none #index-filter { display: none; }
     """
     BINDINGS = [
+        Binding("slash", "filter", "Filter"),
         Binding("h", "app.health", "Health"),
         Binding("r", "refresh", "Refresh"),
         Binding("q", "app.quit", "Quit"),
@@ -64,9 +79,23 @@ class MailboxIndex(Vertical):
         self.refreshing = False
         self._timer: Timer | None = None
         self._width = 0
+        self.problems: dict[str, str] = {}  # mailbox id → a word for its worst finding
+        self._health_at = -1e9
+        self.filter_text = ""
+        self._focused_once = False
+
+    def _matches(self, summary: MailboxSummary) -> bool:
+        needle = self.filter_text.casefold()
+        return not needle or any(
+            needle in p.display_name.casefold() or needle in p.session_id.casefold()
+            for p in summary.participants
+        )
 
     def compose(self) -> ComposeResult:
         yield Static(Content("Loading mailboxes…"), id="index-status")
+        filter_box = Input(placeholder="/ filter by participant", id="index-filter", compact=True)
+        filter_box.can_focus = False  # focused only by / (never takes ordinary keys)
+        yield filter_box
         yield Static(
             Content(
                 "No mailboxes yet.\n\nAgents have not sent each other any visible messages in "
@@ -93,7 +122,10 @@ class MailboxIndex(Vertical):
             self.poll()
 
     def focus_cards(self) -> None:
-        self.query_one("#cards", OptionList).focus()
+        if self.summaries:
+            self.query_one("#cards", OptionList).focus()
+        else:
+            self.focus()
 
     def poll(self) -> None:
         if self.visible_tab and not self.refreshing:
@@ -102,6 +134,24 @@ class MailboxIndex(Vertical):
     def action_refresh(self) -> None:
         self.load()
 
+    def action_filter(self) -> None:
+        box = self.query_one("#index-filter", Input)
+        box.can_focus = True
+        box.focus()
+
+    @on(Input.Changed, "#index-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.filter_text = event.value.strip()
+        if self.summaries:
+            self.show(self.summaries, self._status(self.summaries))
+
+    @on(Input.Submitted, "#index-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#index-filter", Input).can_focus = False
+        self.focus_cards()
+
     @work(group="index", exclusive=False, exit_on_error=False)
     async def load(self) -> None:
         if self.refreshing or self.reader is None:
@@ -109,6 +159,16 @@ class MailboxIndex(Vertical):
         self.refreshing = True
         try:
             summaries = await self.reader.list_mailboxes(self.session_id)
+            # The health markers cost a pass over every unread range: at most every 30 s.
+            now = time.monotonic()
+            if now - self._health_at >= HEALTH_EVERY_SECONDS:
+                self._health_at = now
+                report = await self.reader.health(now=self.clock())
+                worst: dict[str, str] = {}
+                for finding in report.findings:  # ranked: the first per mailbox is worst
+                    if finding.severity >= 2:
+                        worst.setdefault(finding.mailbox_id, PROBLEM_WORDS[finding.kind])
+                self.problems = worst
         finally:
             self.refreshing = False
         self.post_message(IndexLoaded(summaries))
@@ -159,14 +219,27 @@ class MailboxIndex(Vertical):
         self.summaries = summaries
         width = max(20, (self.size.width or 80) - 5)  # padding and a scrollbar
         self._width = width
+        shown = [s for s in summaries if self._matches(s)]
         with self.app.batch_update():
             cards.clear_options()
-            cards.add_options([Option(card(s, width), id=s.id) for s in summaries])
-            if highlighted is not None and any(s.id == highlighted for s in summaries):
+            cards.add_options(
+                [Option(card(s, width, self.problems.get(s.id)), id=s.id) for s in shown]
+            )
+            if highlighted is not None and any(s.id == highlighted for s in shown):
                 cards.highlighted = cards.get_option_index(highlighted)
-            elif summaries:
+            elif shown:
                 cards.highlighted = 0
             self.set_class(not summaries, "-empty")
+            # Nothing at all to filter: no filter box (it would take the keys).
+            self.set_class(not summaries, "-none")
+            typing = self.query_one("#index-filter").has_focus
+            if self.visible_tab and not typing and not self._focused_once:
+                self._focused_once = True  # the first load: keys go to the cards
+                self.focus_cards()
+            elif not summaries and self.visible_tab and not typing:
+                self.focus()
+            elif summaries and self.app.focused is self:
+                cards.focus()
             self.query_one("#index-status", Static).update(status)
 
     def on_resize(self) -> None:
