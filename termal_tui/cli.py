@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from termal_tui import __version__
+from termal_tui.doctor import add_threshold_flags, thresholds_from
 from termal_tui.sanitize import quote, visible_line
 from termal_tui.store.errors import NotFoundError, RetryableError, StoreError
 from termal_tui.store.reader import open_reader
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="live refresh interval in seconds (0 turns polling off; default 8)",
     )
     parser.add_argument("--version", action="version", version=f"termal-tui {__version__}")
+    add_threshold_flags(parser)  # for the health view (h) and the index markers
     return parser
 
 
@@ -122,7 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from termal_tui.tui.app import make_app
 
         make_app(
-            path, session_id=args.session, mailbox_id=args.mailbox, poll_interval=args.interval
+            path,
+            session_id=args.session,
+            mailbox_id=args.mailbox,
+            poll_interval=args.interval,
+            thresholds=thresholds_from(args),
         ).run()
         return 0
     except KeyboardInterrupt:

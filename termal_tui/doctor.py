@@ -34,15 +34,9 @@ def _seconds(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def add_threshold_flags(parser: argparse.ArgumentParser) -> None:
+    """The health thresholds, shared by ``doctor`` and the viewer."""
     defaults = Thresholds()
-    parser = argparse.ArgumentParser(
-        prog="termal-tui doctor",
-        description="Report stuck hand-offs in a TermAl coordination database (read-only). "
-        "Exit 0: healthy; 1: something is stuck; 2: the database cannot be read.",
-    )
-    parser.add_argument("db", nargs="?", help="coordination database (default as the viewer)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--never-woken-after",
         metavar="SECONDS",
@@ -65,6 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.lagging,
         help=f"oldest unprocessed row older than this lags (default {defaults.lagging:g})",
     )
+
+
+def thresholds_from(args: argparse.Namespace) -> Thresholds:
+    return Thresholds(args.never_woken_after, args.unprocessed_after, args.lagging_after)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="termal-tui doctor",
+        description="Report stuck hand-offs in a TermAl coordination database (read-only). "
+        "Exit 0: healthy; 1: something is stuck; 2: the database cannot be read.",
+    )
+    parser.add_argument("db", nargs="?", help="coordination database (default as the viewer)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_threshold_flags(parser)
     return parser
 
 
@@ -119,7 +128,7 @@ def render_table(report: HealthReport) -> None:
 def main(argv: Sequence[str], default_db: Path) -> int:
     args = build_parser().parse_args(argv)
     path = Path(args.db).expanduser() if args.db else default_db
-    thresholds = Thresholds(args.never_woken_after, args.unprocessed_after, args.lagging_after)
+    thresholds = thresholds_from(args)
     try:
         report = asyncio.run(_report(path, thresholds))
     except StoreError as error:

@@ -23,11 +23,10 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import aiosqlite
 
-from termal_tui.health import HealthReport, Thresholds, collect, utc_now
 from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import queries
 from termal_tui.store.connection import (
@@ -40,6 +39,9 @@ from termal_tui.store.connection import (
 from termal_tui.store.errors import NotFoundError, StorageError, ValidationError
 from termal_tui.store.formats import BUSY_TIMEOUT_MS, READ_LIMIT_DEFAULT, clamp_read_limit
 from termal_tui.store.schema import SchemaInfo, verify_readable
+
+if TYPE_CHECKING:
+    from termal_tui.health import HealthReport, Thresholds
 
 T = TypeVar("T")
 _UNDECODABLE: Final = "Could not decode to UTF-8"
@@ -183,6 +185,8 @@ class MailboxReader:
         self, now: datetime | None = None, thresholds: Thresholds | None = None
     ) -> HealthReport:
         """Stuck hand-offs across every mailbox, in one read snapshot (see health.py)."""
+        from termal_tui.health import Thresholds, collect, utc_now  # health imports the store
+
         moment = now or utc_now()
         limits = thresholds or Thresholds()
         return await self._snapshot(lambda db: collect(db, moment, limits))

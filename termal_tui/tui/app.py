@@ -20,6 +20,7 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from termal_tui.health import Thresholds
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
@@ -64,8 +65,10 @@ class MailboxApp(App[None]):
         mailbox_id: str | None = None,
         poll_interval: float = DEFAULT_POLL_SECONDS,
         clock: Callable[[], datetime] | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         super().__init__()
+        self.thresholds = thresholds or Thresholds()
         self.db_path = Path(db_path)
         self.session_id = session_id
         self.initial_mailbox = mailbox_id
@@ -283,7 +286,8 @@ class MailboxApp(App[None]):
             if result is not None:
                 self.open_mailbox(result[0], at_sequence=result[1])
 
-        self.push_screen(HealthScreen(self._reader, clock=self._clock), chosen)
+        screen = HealthScreen(self._reader, self.thresholds, clock=self._clock)
+        self.push_screen(screen, chosen)
 
     def action_refresh(self) -> None:
         view = self.active_view()
@@ -317,6 +321,7 @@ def make_app(
     mailbox_id: str | None = None,
     poll_interval: float = DEFAULT_POLL_SECONDS,
     clock: Callable[[], datetime] | None = None,
+    thresholds: Thresholds | None = None,
 ) -> MailboxApp:
     """Build the viewer for the CLI and for tests."""
     return MailboxApp(
@@ -325,4 +330,5 @@ def make_app(
         mailbox_id=mailbox_id,
         poll_interval=poll_interval,
         clock=clock,
+        thresholds=thresholds,
     )

@@ -16,6 +16,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
+from termal_tui.health import Thresholds
 from termal_tui.models import MailboxSummary
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
@@ -66,9 +67,11 @@ class MailboxIndex(Vertical, can_focus=True):
         *,
         session_id: str | None = None,
         clock: Callable[[], datetime] | None = None,
+        thresholds: Thresholds | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.thresholds = thresholds or Thresholds()
         self.summaries: list[MailboxSummary] = []
         self.session_id = session_id
         self.clock = clock or (lambda: datetime.now().astimezone())
@@ -163,7 +166,7 @@ class MailboxIndex(Vertical, can_focus=True):
             now = time.monotonic()
             if now - self._health_at >= HEALTH_EVERY_SECONDS:
                 self._health_at = now
-                report = await self.reader.health(now=self.clock())
+                report = await self.reader.health(now=self.clock(), thresholds=self.thresholds)
                 worst: dict[str, str] = {}
                 for finding in report.findings:  # ranked: the first per mailbox is worst
                     if finding.severity >= 2:

@@ -1,0 +1,78 @@
+"""Health and search benchmark (medians; the plain-sqlite3 unread scan is the baseline).
+
+- health report over the 10,000-mailbox index and over the 1,000,000-message mailbox,
+  beside the bare grouped unread query it is built on, run through plain sqlite3;
+- search in the 1,000,000-message mailbox: time to the first hit and to a full scan.
+
+Run: python bench/bench_health.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from common import BIG_MAILBOX, big_mailbox_db, index_db
+
+from termal_tui.health import _UNREAD_BY_PARTICIPANT
+from termal_tui.models import CONTROL_TOPIC
+from termal_tui.store import open_reader
+from termal_tui.tui.screens.search import SCAN_STEP
+
+
+async def health_ms(path: Path, repeat: int = 5) -> tuple[float, float, int]:
+    plain = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    ours, floor = [], []
+    async with open_reader(path) as reader:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            report = await reader.health()
+            ours.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            plain.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
+            floor.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(ours), statistics.median(floor), len(report.findings)
+
+
+async def search_ms(path: Path, needle: str) -> tuple[float | None, float, int]:
+    async with open_reader(path) as reader:
+        start = time.perf_counter()
+        first = None
+        before = None
+        found = 0
+        while True:
+            matches, before = await reader.search_chunk(BIG_MAILBOX, needle, before, SCAN_STEP)
+            if matches and first is None:
+                first = (time.perf_counter() - start) * 1000
+            found += len(matches)
+            if before is None:
+                return first, (time.perf_counter() - start) * 1000, found
+
+
+async def main() -> None:
+    big, index = big_mailbox_db(), index_db()
+    print("| measurement | termal-tui | baseline (same run) | ratio |")
+    print("|---|---|---|---|")
+    for label, path in (("10,000 mailboxes", index), ("1 mailbox of 1,000,000 messages", big)):
+        ours, floor, findings = await health_ms(path)
+        print(
+            f"| health report, {label} ({findings:,} findings) | {ours:.0f} ms | "
+            f"{floor:.0f} ms (the grouped unread scan, plain sqlite3) | {ours / floor:.2f}x |"
+        )
+    for needle, where in (("step 999990", "near the newest rows"), ("step 10:", "near the oldest")):
+        first, full, found = await search_ms(big, needle)
+        first_text = f"{first:.0f} ms" if first is not None else "no hit"
+        print(
+            f"| search “{needle}” ({where}, {found} hits): first hit / full scan of 1,000,000 "
+            f"| {first_text} / {full:.0f} ms | | |"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
