@@ -20,13 +20,17 @@ def _loaded_after(import_line: str) -> set[str]:
 def test_headless_core_imports_no_textual_or_rich():
     modules = _loaded_after(
         "import termal_tui.store, termal_tui.store.writer, termal_tui.models, "
-        "termal_tui.presentation, termal_tui.sanitize, termal_tui.review, termal_tui.demo"
+        "termal_tui.presentation, termal_tui.sanitize, termal_tui.review, termal_tui.demo, "
+        "termal_tui.thread, termal_tui.health, termal_tui.export"
     )
     assert not {m for m in modules if m.split(".")[0] in {"textual", "rich"}}
 
 
 def test_viewer_never_loads_the_writer():
-    modules = _loaded_after("import termal_tui.tui.app, termal_tui.cli")
+    modules = _loaded_after(
+        "import termal_tui.tui.app, termal_tui.cli, termal_tui.doctor, termal_tui.export, "
+        "termal_tui.tui.screens.health, termal_tui.tui.screens.search"
+    )
     assert "termal_tui.tui.app" in modules
     assert "termal_tui.store.writer" not in modules
     assert "termal_tui.demo" not in modules
