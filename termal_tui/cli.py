@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import sys
 import tempfile
@@ -15,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from termal_tui import __version__
-from termal_tui.doctor import add_threshold_flags, thresholds_from
+from termal_tui.doctor import add_threshold_flags, seconds_arg, thresholds_from
 from termal_tui.sanitize import quote, visible_line
 from termal_tui.store.errors import NotFoundError, RetryableError, StoreError
 from termal_tui.store.reader import open_reader
@@ -30,14 +29,7 @@ def default_db_path() -> Path:
     return base / "coordination.sqlite"
 
 
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError("the interval must be 0 (off) or a positive number")
-    return value
+_interval = seconds_arg("the interval must be 0 (off) or a positive number")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ import asyncio
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from termal_tui.health import HealthReport, Thresholds, format_age
@@ -24,14 +24,23 @@ EXIT_STUCK = 1
 EXIT_ERROR = 2
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError("a threshold must be 0 or a positive number of seconds")
-    return value
+def seconds_arg(rule: str) -> Callable[[str], float]:
+    """An argparse type for a finite, non-negative number of seconds; ``rule`` is the
+    sentence shown when the value breaks it."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(rule)
+        return value
+
+    return parse
+
+
+_seconds = seconds_arg("a threshold must be 0 or a positive number of seconds")
 
 
 def add_threshold_flags(parser: argparse.ArgumentParser) -> None:

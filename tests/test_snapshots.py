@@ -59,6 +59,15 @@ def _open(*names: str, expand: int | None = None, older: int = 0, jump: int | No
     return run_before
 
 
+def _press(key: str):
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press(key)
+        await _settle(pilot)
+
+    return run_before
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 class TestSnapshots:
     def test_index(self, snap_compare, snapshot_db, size):
@@ -86,19 +95,11 @@ class TestSnapshots:
         assert snap_compare(app, terminal_size=size, run_before=run)
 
     def test_health_view_with_every_problem_kind(self, snap_compare, snapshot_db, size):
-        async def run(pilot) -> None:
-            await _settle(pilot)
-            await pilot.press("h")
-            await _settle(pilot)
-
+        run = _press("h")
         assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
 
     def test_health_view_when_nothing_is_stuck(self, snap_compare, empty_db, size):
-        async def run(pilot) -> None:
-            await _settle(pilot)
-            await pilot.press("h")
-            await _settle(pilot)
-
+        run = _press("h")
         assert snap_compare(app_for(empty_db), terminal_size=size, run_before=run)
 
     def test_empty_database(self, snap_compare, empty_db, size):
