@@ -13,6 +13,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final
 
 from termal_tui.health import HealthReport, Thresholds, format_age
 from termal_tui.sanitize import visible_line
@@ -43,31 +44,25 @@ def seconds_arg(rule: str) -> Callable[[str], float]:
 _seconds = seconds_arg("a threshold must be 0 or a positive number of seconds")
 
 
+_THRESHOLD_FLAGS: Final = (
+    ("--never-woken-after", "never_woken", "unread and never woken for this long is stuck"),
+    ("--unprocessed-after", "woken_unprocessed", "woken but not processed for this long is stuck"),
+    ("--lagging-after", "lagging", "oldest unprocessed row older than this lags"),
+)
+
+
 def add_threshold_flags(parser: argparse.ArgumentParser) -> None:
     """The health thresholds, shared by ``doctor`` and the viewer."""
     defaults = Thresholds()
-    parser.add_argument(
-        "--never-woken-after",
-        metavar="SECONDS",
-        type=_seconds,
-        default=defaults.never_woken,
-        help=f"unread and never woken for this long is stuck (default {defaults.never_woken:g})",
-    )
-    parser.add_argument(
-        "--unprocessed-after",
-        metavar="SECONDS",
-        type=_seconds,
-        default=defaults.woken_unprocessed,
-        help="woken but not processed for this long is stuck "
-        f"(default {defaults.woken_unprocessed:g})",
-    )
-    parser.add_argument(
-        "--lagging-after",
-        metavar="SECONDS",
-        type=_seconds,
-        default=defaults.lagging,
-        help=f"oldest unprocessed row older than this lags (default {defaults.lagging:g})",
-    )
+    for flag, field, meaning in _THRESHOLD_FLAGS:
+        default = getattr(defaults, field)
+        parser.add_argument(
+            flag,
+            metavar="SECONDS",
+            type=_seconds,
+            default=default,
+            help=f"{meaning} (default {default:g})",
+        )
 
 
 def thresholds_from(args: argparse.Namespace) -> Thresholds:

@@ -16,7 +16,6 @@ Findings are ranked by severity, then by age (oldest first).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -207,6 +206,3 @@ def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> He
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-Clock = Callable[[], datetime]

@@ -1,11 +1,10 @@
 """Pure display rules for mailboxes: titles, previews, the processed rule,
-lagging participants, cursor dividers and newest-first merging. No textual/rich."""
+lagging participants and the wake prompt (TermAl's rules). No textual/rich."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Final
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary, UnreadWakeup
@@ -13,13 +12,10 @@ from termal_tui.sanitize import visible_line
 from termal_tui.store.formats import parse_timestamp, preview
 
 __all__ = [
-    "Divider",
-    "divider_positions",
     "first_sentence",
     "format_time",
     "is_processed",
     "lagging_participants",
-    "merge_newest_first",
     "preview",
     "row_title",
     "summary_title",
@@ -71,49 +67,13 @@ def is_processed(message: MailboxMessage, participants: Iterable[MailboxParticip
     return False
 
 
-def lagging_participants(summary: MailboxSummary) -> list[MailboxParticipant]:
-    """Participants whose cursor is below the mailbox's latest visible sequence."""
-    return [p for p in summary.participants if p.processed_through < summary.latest_sequence]
-
-
-@dataclass(frozen=True)
-class Divider:
-    participant: MailboxParticipant
-
-    @property
-    def label(self) -> str:
-        departed = " (departed)" if self.participant.departed else ""
-        return (
-            f"{self.participant.display_name}{departed} has processed to here "
-            f"(#{self.participant.processed_through})"
-        )
-
-
-def divider_positions(
-    messages: Sequence[MailboxMessage], summary: MailboxSummary
-) -> dict[int, list[Divider]]:
-    """Row index → dividers to draw just above it, for newest-first ``messages``.
-
-    A lagging participant's divider goes before the first row at or below its
-    cursor. A cursor below every loaded row draws nothing until that row loads.
-    """
-    placed: dict[int, list[Divider]] = {}
-    for participant in lagging_participants(summary):
-        for index, message in enumerate(messages):
-            if message.sequence <= participant.processed_through:
-                placed.setdefault(index, []).append(Divider(participant))
-                break
-    return placed
-
-
-def merge_newest_first(
-    existing: Sequence[MailboxMessage], incoming: Iterable[MailboxMessage]
-) -> list[MailboxMessage]:
-    """Union by message id (incoming wins), sorted newest first by sequence."""
-    by_id = {message.id: message for message in existing}
-    for message in incoming:
-        by_id[message.id] = message
-    return sorted(by_id.values(), key=lambda message: message.sequence, reverse=True)
+def lagging_participants(
+    summary: MailboxSummary, latest: int | None = None
+) -> list[MailboxParticipant]:
+    """Participants whose cursor is below the latest sequence (by default the summary's
+    latest visible one)."""
+    top = summary.latest_sequence if latest is None else latest
+    return [p for p in summary.participants if p.processed_through < top]
 
 
 def wake_prompt(wake: UnreadWakeup) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.presentation import lagging_participants
 
 
 @dataclass(frozen=True)
@@ -171,8 +172,7 @@ class ThreadModel:
     def lagging(self) -> list[MailboxParticipant]:
         if self.summary is None:
             return []
-        latest = self.latest_sequence
-        return [p for p in self.summary.participants if p.processed_through < latest]
+        return lagging_participants(self.summary, self.latest_sequence)
 
     def dividers(self) -> dict[str, list[MailboxParticipant]]:
         """Item key → lagging participants whose cursor stands just above that item.

@@ -53,6 +53,43 @@ async def run(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T])
     return await db._execute(work, conn)
 
 
+def _read(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], single: bool) -> T:
+    """On the connection's thread: ``work`` in one read transaction (BEGIN … ROLLBACK),
+    or bare when it is ``single`` (one statement is its own snapshot)."""
+    if single:
+        return work(conn)
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def read_snapshot(
+    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], single: bool = False
+) -> T:
+    """Run ``work`` as one snapshot; a file holding invalid UTF-8 is read again with every
+    text value decoded visibly (the slow path, only for such files)."""
+    try:
+        return _read(conn, work, single)
+    except sqlite3.OperationalError as error:
+        if _UNDECODABLE not in str(error):
+            raise
+    conn.text_factory = _decode_text
+    try:
+        return _read(conn, work, single)
+    finally:
+        conn.text_factory = str
+
+
+_UNDECODABLE: Final = "Could not decode to UTF-8"
+
+
+def _decode_text(data: bytes) -> str:
+    """``text_factory`` for the slow path: each invalid UTF-8 byte becomes visible ``\\xNN``."""
+    return data.decode("utf-8", "backslashreplace")
+
+
 def display_path(path: Path) -> str:
     return visible_line(os.fspath(path), 200)
 

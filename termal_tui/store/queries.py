@@ -86,7 +86,6 @@ _FIELDS: Final = (
     "dispatch_outcome",
     "unreadable",
 )
-_FIELD_SET: Final = set(_FIELDS)
 _OPTIONAL_TEXT: Final = frozenset({"topic", "state_stamp", "dispatch_outcome"})
 _INTEGER: Final = frozenset({"sequence", "unread_depth_at_append"})
 
@@ -123,17 +122,12 @@ def as_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, bytes):
-        return decode_text(value)
+        return value.decode("utf-8", "backslashreplace")
     return "" if value is None else str(value)
 
 
 def as_optional_text(value: object) -> str | None:
     return None if value is None else as_text(value)
-
-
-def decode_text(data: bytes) -> str:
-    """``text_factory`` for the slow path: each invalid UTF-8 byte becomes visible ``\\xNN``."""
-    return data.decode("utf-8", "backslashreplace")
 
 
 def _complete_utf8_prefix(data: bytes) -> bytes:
@@ -149,29 +143,14 @@ def _complete_utf8_prefix(data: bytes) -> bytes:
     return data
 
 
-def row_to_message(row: Any) -> MailboxMessage:
-    """A message row; trusted rows (SQLite's type flag) are built without re-validation."""
-    if row[17] == 1:
-        return trusted(MailboxMessage, dict(zip(_FIELDS, row, strict=False)))
-    return _salvage(row)
-
-
 def fetch_messages(db: sqlite3.Connection, sql: str, params: Any) -> list[MailboxMessage]:
-    """Rows as messages: the hot path of every page, so the trusted build is inlined."""
-    out: list[MailboxMessage] = []
-    append = out.append
-    new, set_attribute, fields = object.__new__, object.__setattr__, _FIELDS
-    for row in db.execute(sql, params).fetchall():
-        if row[17] != 1:
-            append(_salvage(row))
-            continue
-        message = new(MailboxMessage)
-        set_attribute(message, "__dict__", dict(zip(fields, row, strict=False)))
-        set_attribute(message, "__pydantic_fields_set__", _FIELD_SET.copy())
-        set_attribute(message, "__pydantic_extra__", None)
-        set_attribute(message, "__pydantic_private__", None)
-        append(message)
-    return out
+    """Rows as messages; trusted rows (SQLite's type flag) are built without re-validation."""
+    return [
+        trusted(MailboxMessage, dict(zip(_FIELDS, row, strict=False)))
+        if row[17] == 1
+        else _salvage(row)
+        for row in db.execute(sql, params).fetchall()
+    ]
 
 
 def _salvage(row: Any) -> MailboxMessage:
@@ -271,7 +250,7 @@ def fetch_range(
     sql = _message_query(
         "mailbox_id = :mid AND sequence > :after",
         "ORDER BY sequence LIMIT :limit",
-        viewer,
+        viewer is not None,
         has_dispatch_outcome,
     )
     params = visibility(viewer)[1] | {"mid": mailbox_id, "after": after_sequence, "limit": limit}
@@ -290,7 +269,7 @@ def fetch_newest_first(
     sql = _message_query(
         "mailbox_id = :mid AND sequence < :before",
         "ORDER BY sequence DESC LIMIT :limit",
-        viewer,
+        viewer is not None,
         has_dispatch_outcome,
     )
     before = MAX_SEQUENCE if before_sequence is None else before_sequence
@@ -469,7 +448,7 @@ def participants(
 def _preview(db: sqlite3.Connection, rowid: int, prefix: object, length: int) -> str:
     data = prefix if isinstance(prefix, bytes) else as_text(prefix).encode()
     truncated = isinstance(length, int) and length > len(data)
-    result = preview(decode_text(_complete_utf8_prefix(data) if truncated else data))
+    result = preview(as_text(_complete_utf8_prefix(data) if truncated else data))
     if truncated and len(result) <= PREVIEW_CHARS:
         # The prefix did not hold 161 visible characters: use the whole body.
         row = db.execute("SELECT body FROM mailbox_messages WHERE rowid = ?", (rowid,)).fetchone()

@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
@@ -34,6 +34,7 @@ from termal_tui.store.connection import (
     describe_error,
     directory_writable,
     inspect_database_file,
+    read_snapshot,
     run,
 )
 from termal_tui.store.errors import NotFoundError, StorageError, ValidationError
@@ -44,42 +45,12 @@ if TYPE_CHECKING:
     from termal_tui.health import HealthReport, Thresholds
 
 T = TypeVar("T")
-_UNDECODABLE: Final = "Could not decode to UTF-8"
 
 
 def _check_count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValidationError(f"{name} must be a non-negative integer")
     return value
-
-
-def _read(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], single: bool) -> T:
-    """On the connection's thread: ``work`` in one read transaction (BEGIN … ROLLBACK),
-    or bare when it is ``single`` (one statement is its own snapshot)."""
-    if single:
-        return work(conn)
-    conn.execute("BEGIN")
-    try:
-        return work(conn)
-    finally:
-        conn.execute("ROLLBACK")
-
-
-def _in_read_transaction(
-    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], single: bool = False
-) -> T:
-    """Run ``work`` as one snapshot; a file holding invalid UTF-8 is read again with every
-    text value decoded visibly (the slow path, only for such files)."""
-    try:
-        return _read(conn, work, single)
-    except sqlite3.OperationalError as error:
-        if _UNDECODABLE not in str(error):
-            raise
-    conn.text_factory = queries.decode_text
-    try:
-        return _read(conn, work, single)
-    finally:
-        conn.text_factory = str
 
 
 class MailboxReader:
@@ -104,7 +75,7 @@ class MailboxReader:
         """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""
         try:
             async with self._lock:
-                return await run(self._db, lambda conn: _in_read_transaction(conn, work, single))
+                return await run(self._db, lambda conn: read_snapshot(conn, work, single))
         except sqlite3.Error as error:
             raise describe_error(self.path, error) from error
 
@@ -230,9 +201,7 @@ async def _open_verified(
 ) -> tuple[aiosqlite.Connection, SchemaInfo]:
     db = await connect_read_only(path, immutable=immutable, busy_timeout_ms=busy_timeout_ms)
     try:
-        info = await run(
-            db, lambda conn: _in_read_transaction(conn, lambda c: verify_readable(c, path))
-        )
+        info = await run(db, lambda conn: read_snapshot(conn, lambda c: verify_readable(c, path)))
     except BaseException as error:
         await db.close()
         if isinstance(error, sqlite3.Error):

@@ -41,6 +41,7 @@ from termal_tui.store.connection import (
     connect_read_write,
     describe_error,
     is_busy,
+    read_snapshot,
     run,
 )
 from termal_tui.store.errors import (
@@ -142,14 +143,6 @@ def _in_write_transaction(
     return result
 
 
-def _in_read_transaction(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    db.execute("BEGIN")
-    try:
-        return work(db)
-    finally:
-        _rollback(db)
-
-
 def _rollback(db: sqlite3.Connection) -> None:
     with contextlib.suppress(sqlite3.Error):
         if db.in_transaction:
@@ -211,7 +204,7 @@ class MailboxWriter:
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """One deferred read transaction (WAL: never waits for a writer)."""
-        return await self._call(lambda db: _in_read_transaction(db, work), writing=False)
+        return await self._call(lambda db: read_snapshot(db, work), writing=False)
 
     async def ensure_schema(self) -> None:
         async with self._admission.internal():

@@ -15,7 +15,6 @@ from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import (
     format_time,
     is_processed,
-    lagging_participants,
     row_title,
     summary_title,
 )
@@ -33,11 +32,6 @@ SHORT_ID_CHARS: Final = 8
 # Processed rows are drawn dim (SGR 2) in the muted colour: dimmer than unread rows in
 # 256-colour and truecolour alike, and under NO_COLOR the glyph and word carry it.
 PROCESSED_STYLE: Final = "$foreground 50%"
-
-
-def text(value: str, style: str = "") -> Content:
-    """Literal content: agent text is escaped for controls and never parsed as markup."""
-    return Content.styled(visible(value), style) if style else Content(visible(value))
 
 
 def line(value: str, style: str = "", max_chars: int | None = None) -> Content:
@@ -109,11 +103,6 @@ def divider_line(participant: MailboxParticipant) -> Content:
         f"(#{participant.processed_through})"
     )
     return Content.styled(f"──── {label} ────", "bold $accent")
-
-
-def divider(item: object) -> Content:
-    """Kept for callers holding a presentation ``Divider``."""
-    return divider_line(item.participant)  # type: ignore[attr-defined]
 
 
 def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # type: ignore[assignment]
@@ -275,7 +264,3 @@ def _details(
             )
         )
     return out
-
-
-def lagging(summary: MailboxSummary) -> list[MailboxParticipant]:
-    return lagging_participants(summary)

@@ -167,7 +167,3 @@ class ThreadList(OptionList):
         top = self._line_cache.index_to_line.get(index)
         height = self._line_cache.heights.get(index)
         return None if top is None or height is None else (top, top + height)
-
-    def remeasure(self) -> None:
-        """After a width change: every option measured again."""
-        self._clear_caches()
