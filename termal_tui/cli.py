@@ -19,6 +19,7 @@ from termal_tui.sanitize import quote, visible_line
 from termal_tui.store.errors import NotFoundError, RetryableError, StoreError
 from termal_tui.store.reader import open_reader
 
+AGENT_COMMANDS = ("session", "mcp", "wake", "hook", "send", "ls", "read", "ack")
 EXIT_USAGE = 2
 EXIT_INPUT = 1
 
@@ -86,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from termal_tui.doctor import main as doctor
 
         return doctor(arguments[1:], default_db_path())
+    if arguments[:1] and arguments[0] in AGENT_COMMANDS:
+        from termal_tui.agents.cli import main as agents
+
+        return agents(arguments, default_db_path())
     if arguments[:1] == ["export"]:
         from termal_tui.export import main as export
 

@@ -224,7 +224,9 @@ def prepare_state_dir(path: Path) -> None:
         _hardening_failure(f"cannot restrict permissions of {display_path(directory)}: {error}.")
 
 
-async def connect_read_write(path: Path) -> aiosqlite.Connection:
+async def connect_read_write(
+    path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> aiosqlite.Connection:
     """TermAl's connection setup: busy timeout, WAL, synchronous=NORMAL, foreign keys."""
     prepare_state_dir(path)
     harden_files(path)
@@ -235,7 +237,7 @@ async def connect_read_write(path: Path) -> aiosqlite.Connection:
     except sqlite3.Error as error:
         raise describe_error(path, error, writing=True) from error
     try:
-        await db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await db.execute("PRAGMA journal_mode = WAL")
         await db.execute("PRAGMA synchronous = NORMAL")
         await db.execute("PRAGMA foreign_keys = ON")

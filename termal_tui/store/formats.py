@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
 
+from termal_tui.store.errors import ValidationError
+
 MAX_BODY_BYTES: Final = 256 * 1024
 MAX_METADATA_BYTES: Final = 4 * 1024
 MAX_IDEMPOTENCY_KEY_BYTES: Final = 256
@@ -134,6 +136,13 @@ def preview(body: str) -> str:
     if len(single_line) > PREVIEW_CHARS:
         return single_line[:PREVIEW_CHARS] + "…"
     return single_line
+
+
+def check_count(label: str, value: object) -> int:
+    """A request's non-negative integer (bools are not integers here), else TermAl's 400."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(f"{label} must be a non-negative integer")
+    return value
 
 
 def clamp_read_limit(limit: int) -> int:

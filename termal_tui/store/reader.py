@@ -37,20 +37,19 @@ from termal_tui.store.connection import (
     read_snapshot,
     run,
 )
-from termal_tui.store.errors import NotFoundError, StorageError, ValidationError
-from termal_tui.store.formats import BUSY_TIMEOUT_MS, READ_LIMIT_DEFAULT, clamp_read_limit
+from termal_tui.store.errors import NotFoundError, StorageError
+from termal_tui.store.formats import (
+    BUSY_TIMEOUT_MS,
+    READ_LIMIT_DEFAULT,
+    check_count,
+    clamp_read_limit,
+)
 from termal_tui.store.schema import SchemaInfo, verify_readable
 
 if TYPE_CHECKING:
     from termal_tui.health import HealthReport, Thresholds
 
 T = TypeVar("T")
-
-
-def _check_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(f"{name} must be a non-negative integer")
-    return value
 
 
 class MailboxReader:
@@ -116,8 +115,8 @@ class MailboxReader:
         session_id: str | None = None,
     ) -> list[MailboxMessage]:
         """TermAl's read: ascending from ``after_sequence``, limit clamped to 1..=200."""
-        after = _check_count("afterSequence", after_sequence)
-        count = clamp_read_limit(_check_count("limit", limit))
+        after = check_count("afterSequence", after_sequence)
+        count = clamp_read_limit(check_count("limit", limit))
         outcome = self.schema.has_dispatch_outcome
 
         def work(db: sqlite3.Connection) -> list[MailboxMessage]:
@@ -134,8 +133,8 @@ class MailboxReader:
     ) -> MessagePage:
         """Newest-first keyset page below ``before_sequence`` with an honest ``has_older``."""
         if before_sequence is not None:
-            _check_count("beforeSequence", before_sequence)
-        count = clamp_read_limit(_check_count("limit", limit))
+            check_count("beforeSequence", before_sequence)
+        count = clamp_read_limit(check_count("limit", limit))
         outcome = self.schema.has_dispatch_outcome
 
         def work(db: sqlite3.Connection) -> MessagePage:

@@ -24,6 +24,7 @@ from termal_tui.models import (
     DURABLE_BUT_NOT_WOKEN,
     ROUTINE_CLASS,
     AppendReceipt,
+    MailboxMessage,
     MailboxSummary,
     UnreadWakeup,
 )
@@ -53,13 +54,17 @@ from termal_tui.store.errors import (
     busy_message,
 )
 from termal_tui.store.formats import (
+    BUSY_TIMEOUT_MS,
     MAX_BODY_BYTES,
     MAX_IDEMPOTENCY_KEY_BYTES,
     MAX_METADATA_BYTES,
     NEVER_WOKEN_PASS_CAP,
+    READ_LIMIT_DEFAULT,
     REQUEST_DEADLINE_SECONDS,
     Clock,
     IdSource,
+    check_count,
+    clamp_read_limit,
     format_timestamp,
     mailbox_id_from,
     message_id_from,
@@ -561,6 +566,41 @@ class MailboxWriter:
         )
         return 0 if row is None else int(row[0])
 
+    async def read_range(
+        self,
+        session_id: str,
+        mailbox_id: str,
+        after_sequence: int = 0,
+        limit: int = READ_LIMIT_DEFAULT,
+    ) -> list[MailboxMessage]:
+        """TermAl's per-session read (ascending, limit clamped to 1..=200); never moves a cursor."""
+        after = check_count("afterSequence", after_sequence)
+        count = clamp_read_limit(check_count("limit", limit))
+        return await self._read(
+            lambda db: queries.fetch_range(db, mailbox_id, after, count, session_id, True)
+        )
+
+    async def read_message(self, session_id: str, message_id: str) -> MailboxMessage:
+        """One exact message the caller may see (404 otherwise)."""
+        return await self._read(lambda db: queries.fetch_message(db, message_id, session_id, True))
+
+    async def notification_state(self, message_id: str) -> str | None:
+        """A row's current wake lifecycle state (None if there is no such row)."""
+        row = await self._read(
+            lambda db: _one(
+                db,
+                "SELECT notification_disposition FROM mailbox_messages WHERE id = ?",
+                (message_id,),
+            )
+        )
+        return None if row is None else str(row[0])
+
+    async def data_version(self) -> int:
+        """SQLite's ``data_version``: changes whenever another connection commits."""
+        return await self._call(
+            lambda db: int(db.execute("PRAGMA data_version").fetchone()[0]), writing=False
+        )
+
     # --------------------------------------------------------- acknowledge
 
     async def acknowledge(
@@ -571,12 +611,8 @@ class MailboxWriter:
         processed_through: int,
     ) -> MailboxSummary:
         """Forward-only compare-and-swap of the caller's cursor; summary built in the same tx."""
-        for label, value in (
-            ("expectedProcessedThrough", expected_processed_through),
-            ("processedThrough", processed_through),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValidationError(f"{label} must be a non-negative integer")
+        check_count("expectedProcessedThrough", expected_processed_through)
+        check_count("processedThrough", processed_through)
         if processed_through < expected_processed_through:
             raise ValidationError("mailbox acknowledgement cannot move backwards")
 
@@ -748,10 +784,11 @@ async def open_writer(
     clock: Clock | None = None,
     new_id: IdSource | None = None,
     deadline: float = REQUEST_DEADLINE_SECONDS,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
 ) -> AsyncIterator[MailboxWriter]:
     """Open (creating if needed) a coordination database for writing, schema ensured."""
     resolved = Path(path).expanduser()
-    db = await connect_read_write(resolved)
+    db = await connect_read_write(resolved, busy_timeout_ms)
     writer = MailboxWriter(db, resolved, clock=clock, new_id=new_id, deadline=deadline)
     try:
         await writer.ensure_schema()

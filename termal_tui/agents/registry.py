@@ -1,0 +1,377 @@
+"""The session registry: the local peers that may own mailboxes (TermAl's local root sessions).
+
+It lives in its own SQLite file beside the coordination database, so
+``coordination.sqlite`` stays exactly TermAl's format. Besides names and ids it
+keeps what the wake mechanism needs to report receipts honestly: whether a
+session is in a turn (hooks record it), whether a channel-capable MCP server is
+connected for it, and which mailboxes have a wake pushed and not yet read.
+
+Every method is one short transaction on its own connection (opened per call:
+nothing is held open between calls, so any number of processes can share the file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from termal_tui.store.connection import prepare_state_dir
+from termal_tui.store.errors import (
+    ConflictError,
+    NotFoundError,
+    RetryableError,
+    StorageError,
+    ValidationError,
+)
+from termal_tui.store.formats import format_timestamp, utc_now_ns
+
+REGISTRY_FILENAME = "termal-tui-sessions.sqlite"
+REGISTRY_VERSION = 1
+NAME_MAX_CHARS = 64
+# A channel server heartbeats every second; one missed by this long is gone.
+CHANNEL_STALE_SECONDS = 5.0
+_FORBIDDEN_IN_NAMES = set("/\\?#%")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    agent TEXT,
+    workdir TEXT,
+    created_at TEXT NOT NULL,
+    removed_at TEXT,
+    turn_started_at TEXT,
+    channel_pid INTEGER,
+    channel_seen_at REAL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_live_name
+    ON sessions(name_key) WHERE removed_at IS NULL;
+CREATE TABLE IF NOT EXISTS wake_marks (
+    session_id TEXT NOT NULL,
+    mailbox_id TEXT NOT NULL,
+    pending INTEGER NOT NULL,
+    seen_through INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, mailbox_id)
+);
+"""
+
+
+def registry_path_for(db_path: Path) -> Path:
+    return db_path.expanduser().with_name(REGISTRY_FILENAME)
+
+
+def name_key(name: str) -> str:
+    """Names are unique case-insensitively (full Unicode case folding)."""
+    return name.casefold()
+
+
+def validate_name(raw: str) -> str:
+    name = raw.strip()
+    if not name:
+        raise ValidationError("a session name must not be empty")
+    if len(name) > NAME_MAX_CHARS:
+        raise ValidationError(f"a session name is at most {NAME_MAX_CHARS} characters")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name) or _FORBIDDEN_IN_NAMES & set(name):
+        raise ValidationError(
+            "a session name must not contain /, \\, ?, #, %, or control characters "
+            "(TermAl's tools could not address it by name)"
+        )
+    if name.casefold().startswith("session-"):
+        raise ValidationError("a session name must not start with `session-` (that is an id)")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    name: str
+    agent: str | None
+    workdir: str | None
+    created_at: str
+    removed_at: str | None
+    turn_started_at: str | None
+    channel_pid: int | None
+    channel_seen_at: float | None
+
+    @property
+    def live(self) -> bool:
+        return self.removed_at is None
+
+    @property
+    def in_turn(self) -> bool:
+        return self.turn_started_at is not None
+
+    def channel_connected(self, now: float | None = None) -> bool:
+        if self.channel_pid is None or self.channel_seen_at is None:
+            return False
+        now = time.time() if now is None else now
+        return now - self.channel_seen_at <= CHANNEL_STALE_SECONDS and _pid_alive(self.channel_pid)
+
+    @property
+    def status(self) -> str:
+        if self.removed_at is not None:
+            return "removed"
+        if self.in_turn:
+            return "active"
+        return "idle"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_COLUMNS = (
+    "id, name, agent, workdir, created_at, removed_at, turn_started_at, channel_pid, "
+    "channel_seen_at"
+)
+
+
+def _session(row: tuple[object, ...]) -> Session:
+    return Session(*row)  # type: ignore[arg-type]
+
+
+class Registry:
+    """Sessions by id and name. Construct with the registry file's path."""
+
+    def __init__(self, path: Path, busy_timeout: float = 5.0) -> None:
+        self.path = path.expanduser()
+        self._timeout = busy_timeout
+        self._ready = False
+
+    @classmethod
+    def beside(cls, db_path: Path, busy_timeout: float = 5.0) -> Registry:
+        return cls(registry_path_for(db_path), busy_timeout)
+
+    # ------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _connect(self, write: bool) -> Iterator[sqlite3.Connection]:
+        try:
+            if not self._ready:
+                prepare_state_dir(self.path)
+            db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+        except (sqlite3.Error, OSError) as error:
+            raise StorageError(f"cannot open the session registry {self.path}: {error}") from error
+        try:
+            if not self._ready:
+                self._ensure(db)
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise RetryableError(
+                    "the session registry is temporarily busy; no registry write was "
+                    "committed by this operation, so retry the same request"
+                ) from error
+            raise StorageError(f"the session registry {self.path} failed: {error}") from error
+        except sqlite3.DatabaseError as error:
+            raise StorageError(
+                f"{self.path} is not a termal-tui session registry ({error})"
+            ) from error
+        finally:
+            db.close()
+
+    def _ensure(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > REGISTRY_VERSION:
+            raise StorageError(
+                f"the session registry {self.path} has version {version}; this termal-tui "
+                f"understands up to {REGISTRY_VERSION}"
+            )
+        if version < REGISTRY_VERSION:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.executescript(
+                f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {REGISTRY_VERSION};COMMIT;"
+            )
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)
+        self._ready = True
+
+    # ------------------------------------------------------------ sessions
+
+    def add(self, raw_name: str, agent: str | None = None, workdir: str | None = None) -> Session:
+        """Register a new session; its id is minted once and kept across restarts."""
+        name = validate_name(raw_name)
+        with self._connect(write=True) as db:
+            clash = db.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NULL",
+                (name_key(name),),
+            ).fetchone()
+            if clash is not None:
+                raise ConflictError(
+                    f"a session named `{clash[1]}` already exists ({clash[0]}); names are "
+                    "unique case-insensitively"
+                )
+            session_id = "session-" + uuid.uuid4().hex[:12]
+            db.execute(
+                "INSERT INTO sessions(id, name, name_key, agent, workdir, created_at) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                (session_id, name, name_key(name), agent, workdir, _now()),
+            )
+            return _session(
+                db.execute(
+                    f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+                ).fetchone()
+            )
+
+    def ensure(
+        self, raw_name: str, agent: str | None = None, workdir: str | None = None
+    ) -> Session:
+        """The live session with this name, registered first if there is none."""
+        found = self.find_live_by_name(raw_name)
+        if found:
+            return found[0]
+        try:
+            return self.add(raw_name, agent, workdir)
+        except ConflictError:  # registered by another process meanwhile
+            return self.find_live_by_name(raw_name)[0]
+
+    def list(self, include_removed: bool = False) -> list[Session]:
+        where = "" if include_removed else "WHERE removed_at IS NULL"
+        with self._connect(write=False) as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY created_at, id"
+            ).fetchall()
+        return [_session(row) for row in rows]
+
+    def get(self, session_id: str) -> Session | None:
+        with self._connect(write=False) as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else _session(row)
+
+    def find_live_by_name(self, name: str) -> list[Session]:
+        with self._connect(write=False) as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NULL "
+                "ORDER BY created_at, id",
+                (name_key(name.strip()),),
+            ).fetchall()
+        return [_session(row) for row in rows]
+
+    def find_removed_by_name(self, name: str) -> list[Session]:
+        with self._connect(write=False) as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NOT NULL "
+                "ORDER BY removed_at DESC",
+                (name_key(name.strip()),),
+            ).fetchall()
+        return [_session(row) for row in rows]
+
+    def resolve_own(self, reference: str) -> Session:
+        """A live session by exact id or case-insensitive name (for --as / --session)."""
+        reference = reference.strip()
+        if reference.startswith("session-"):
+            found = self.get(reference)
+            if found is None or not found.live:
+                raise NotFoundError(f"no registered session has id `{reference}`")
+            return found
+        matches = self.find_live_by_name(reference)
+        if not matches:
+            raise NotFoundError(
+                f"no registered session is named `{reference}`; add it with "
+                f"`termal-tui session add {reference}`"
+            )
+        return matches[0]
+
+    def remove(self, reference: str) -> Session:
+        """Mark a session removed (its mailboxes' participation is ended by the caller)."""
+        target = self.resolve_own(reference)
+        with self._connect(write=True) as db:
+            db.execute(
+                "UPDATE sessions SET removed_at = ?, turn_started_at = NULL, channel_pid = NULL, "
+                "channel_seen_at = NULL WHERE id = ? AND removed_at IS NULL",
+                (_now(), target.id),
+            )
+            db.execute("DELETE FROM wake_marks WHERE session_id = ?", (target.id,))
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (target.id,)
+            ).fetchone()
+        return _session(row)
+
+    # ------------------------------------------------------------ turns and channels
+
+    def set_turn(self, session_id: str, active: bool) -> None:
+        with self._connect(write=True) as db:
+            db.execute(
+                "UPDATE sessions SET turn_started_at = ? WHERE id = ? AND removed_at IS NULL",
+                (_now() if active else None, session_id),
+            )
+
+    def heartbeat(self, session_id: str, pid: int | None) -> None:
+        """A channel server says it is connected (``pid=None``: it is going away)."""
+        with self._connect(write=True) as db:
+            db.execute(
+                "UPDATE sessions SET channel_pid = ?, channel_seen_at = ? WHERE id = ?",
+                (pid, None if pid is None else time.time(), session_id),
+            )
+
+    # ------------------------------------------------------------ wake marks
+    #
+    # A channel server pushes at most one wake per mailbox until the agent engages
+    # with that mailbox (reads or acknowledges it). ``seen_through`` is the highest
+    # sequence the agent has been woken for or has read: a new wake is pushed only
+    # for a never-woken row above it.
+
+    def wake_marks(self, session_id: str) -> dict[str, tuple[bool, int]]:
+        """mailbox id -> (a wake is pending, seen through)."""
+        with self._connect(write=False) as db:
+            rows = db.execute(
+                "SELECT mailbox_id, pending, seen_through FROM wake_marks WHERE session_id = ?",
+                (session_id,),
+            ).fetchall()
+        return {row[0]: (bool(row[1]), int(row[2])) for row in rows}
+
+    def has_pending_wake(self, session_id: str, mailbox_id: str) -> bool:
+        with self._connect(write=False) as db:
+            row = db.execute(
+                "SELECT 1 FROM wake_marks WHERE session_id = ? AND mailbox_id = ? AND pending = 1",
+                (session_id, mailbox_id),
+            ).fetchone()
+        return row is not None
+
+    def mark_wake_pushed(self, session_id: str, mailbox_id: str, through: int) -> None:
+        self._mark(session_id, mailbox_id, 1, through)
+
+    def mark_engaged(self, session_id: str, mailbox_id: str, seen_through: int) -> None:
+        """The agent read or acknowledged the mailbox: its pending wake was consumed."""
+        self._mark(session_id, mailbox_id, 0, seen_through)
+
+    def _mark(self, session_id: str, mailbox_id: str, pending: int, through: int) -> None:
+        with self._connect(write=True) as db:
+            db.execute(
+                "INSERT INTO wake_marks(session_id, mailbox_id, pending, seen_through, updated_at) "
+                "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
+                "pending = ?3, seen_through = MAX(seen_through, ?4), updated_at = ?5",
+                (session_id, mailbox_id, pending, through, _now()),
+            )
+
+    def clear_wake_marks(self, session_id: str) -> None:
+        """A new agent connection remembers nothing it was woken for."""
+        with self._connect(write=True) as db:
+            db.execute("DELETE FROM wake_marks WHERE session_id = ?", (session_id,))
+
+
+def _now() -> str:
+    return format_timestamp(utc_now_ns())

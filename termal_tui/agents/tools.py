@@ -1,0 +1,474 @@
+"""TermAl's six peer-mailbox tools as plain async functions over the writer and the registry.
+
+The MCP server and the CLI are thin shells over :class:`AgentTools`, so both behave
+the same and the logic is tested without an MCP client. Semantics follow TermAl's
+bridge (``src/delegation_mcp.rs``) and routes (``src/mailboxes.rs``): argument
+trimming and validation, target resolution by exact id or case-insensitive name,
+stale ``left_at`` repair with revalidation, bounded safe replay of retryable
+failures, and the "outcome unknown" wording when a send or acknowledgement may or
+may not have committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from termal_tui.agents.registry import Registry, Session
+from termal_tui.models import (
+    DELIVERED_TO_IDLE_SESSION,
+    DURABLE_BUT_NOT_WOKEN,
+    QUEUED_BEHIND_ACTIVE_TURN,
+    ROUTINE_CLASS,
+)
+from termal_tui.store.errors import (
+    ConflictError,
+    NotFoundError,
+    RetryableError,
+    StoreError,
+    ValidationError,
+)
+from termal_tui.store.formats import MAX_IDEMPOTENCY_KEY_BYTES, READ_LIMIT_DEFAULT
+from termal_tui.store.writer import MailboxWriter
+
+T = TypeVar("T")
+
+TOOL_NAMES = (
+    "termal_send_to_session",
+    "termal_list_sessions",
+    "termal_list_mailboxes",
+    "termal_read_mailbox",
+    "termal_read_mailbox_message",
+    "termal_acknowledge_mailbox",
+)
+
+_REASONS = {
+    400: "Bad Request",
+    404: "Not Found",
+    409: "Conflict",
+    422: "Unprocessable Entity",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+SEND_OUTCOME_UNKNOWN = (
+    "mailbox send receipt was not received; the append outcome is unknown: retry the exact "
+    "same intent and idempotencyKey (a committed first attempt returns its original receipt "
+    "with duplicate=true)"
+)
+ACK_OUTCOME_UNKNOWN = (
+    "mailbox acknowledgement response was not received; the cursor outcome is unknown. Call "
+    "termal_list_mailboxes before retrying, then use its processedThrough as "
+    "expectedProcessedThrough"
+)
+
+
+class ToolError(Exception):
+    """A tool failure with TermAl's status class. ``str()`` is what the agent sees."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    @property
+    def kind(self) -> str:
+        return {
+            400: "validation",
+            404: "notFound",
+            409: "conflict",
+            422: "validation",
+            503: "retryable",
+        }.get(self.status, "unknownOutcome" if self.status == 0 else "internal")
+
+    def __str__(self) -> str:
+        if self.status == 0:
+            return self.message
+        return f"termal-tui mailbox store returned {self.status} {_REASONS.get(self.status, 'Error')}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPolicy:
+    """TermAl's safe-replay budget: one try plus four replays, 200 ms doubling, jittered."""
+
+    attempts: int = 5
+    base_delay: float = 0.2
+    budget: float = 30.0
+    min_replay_budget: float = 2.0
+
+
+def jitter_percent(session_id: str, attempt: int) -> int:
+    """Deterministic per-session jitter in 75..=125 (FNV-1a), so peers released together
+    do not re-collide in lockstep."""
+    value = 0xCBF29CE484222325
+    for byte in f"{session_id}:{attempt}".encode():
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return 75 + value % 51
+
+
+def replay_delay(session_id: str, completed_attempts: int, base: float) -> float:
+    return (
+        base
+        * (2 ** (completed_attempts - 1))
+        * jitter_percent(session_id, completed_attempts)
+        / 100
+    )
+
+
+# --------------------------------------------------------------------- arguments
+
+
+def _optional_string(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    trimmed = value.strip()
+    return trimmed or None
+
+
+def required_string(arguments: Mapping[str, Any], label: str) -> str:
+    value = _optional_string(arguments.get(label))
+    if value is None:
+        raise ToolError(400, f"{label} is required")
+    return value
+
+
+def required_identifier(arguments: Mapping[str, Any], label: str) -> str:
+    value = required_string(arguments, label)
+    if any(ch in "/?#%\\" or ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in value):
+        raise ToolError(400, f"{label} must not contain /, \\, ?, #, %, or control characters")
+    if value in (".", ".."):
+        raise ToolError(400, f"{label} must not be . or ..")
+    return value
+
+
+def count_argument(arguments: Mapping[str, Any], label: str, default: int | None = None) -> int:
+    value = arguments.get(label)
+    if value is None and default is not None and label not in arguments:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        # JSON numbers like 3.0 are integers to serde's as_u64 only when exact.
+        if isinstance(value, float) and value.is_integer() and value >= 0:
+            return int(value)
+        raise ToolError(400, f"{label} must be a non-negative integer")
+    return value
+
+
+# --------------------------------------------------------------------- the tools
+
+
+@dataclass(slots=True)
+class WakeTiming:
+    """How long a send waits for the receiver's channel server to deliver its wake."""
+
+    wait: float = 2.0
+    step: float = 0.02
+
+
+class AgentTools:
+    """The six tools, serving one session."""
+
+    def __init__(
+        self,
+        writer: MailboxWriter,
+        registry: Registry,
+        session_id: str,
+        *,
+        replay: ReplayPolicy | None = None,
+        wake: WakeTiming | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.writer = writer
+        self.registry = registry
+        self.session_id = session_id
+        self.replay = replay or ReplayPolicy()
+        self.wake = wake or WakeTiming()
+        self._sleep = sleep
+        # Set by a channel server: the agent engaged with (mailbox, through sequence).
+        self.on_engaged: Callable[[str, int], Awaitable[None]] | None = None
+
+    # ------------------------------------------------------------ dispatch
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> Any:
+        """Run one tool by TermAl's name; returns its JSON result or raises ToolError."""
+        handler = {
+            "termal_send_to_session": self.send_to_session,
+            "termal_list_sessions": self.list_sessions,
+            "termal_list_mailboxes": self.list_mailboxes,
+            "termal_read_mailbox": self.read_mailbox,
+            "termal_read_mailbox_message": self.read_mailbox_message,
+            "termal_acknowledge_mailbox": self.acknowledge_mailbox,
+        }.get(name)
+        if handler is None:
+            raise ToolError(400, f"unknown tool `{name}`")
+        return await handler(dict(arguments or {}))
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _registry(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    async def _replayed(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """Replay retryable failures (all six tools are safe to replay) within the budget."""
+        deadline = time.monotonic() + self.replay.budget
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await operation()
+            except RetryableError:
+                if attempt >= self.replay.attempts:
+                    raise
+                delay = replay_delay(self.session_id, attempt, self.replay.base_delay)
+                if deadline - time.monotonic() <= delay + self.replay.min_replay_budget:
+                    raise
+                await self._sleep(delay)
+
+    async def _run(self, operation: Callable[[], Awaitable[T]], unknown: str | None = None) -> T:
+        """Typed store errors keep their class; anything else is internal (or outcome-unknown)."""
+        try:
+            return await self._replayed(operation)
+        except ToolError:
+            raise
+        except StoreError as error:
+            status = getattr(error, "http_status", 500)
+            if status == 500:
+                if unknown is not None:
+                    raise ToolError(0, f"{unknown}: {error}") from error
+                raise ToolError(500, f"mailbox operation failed: {error}") from error
+            raise ToolError(status, str(error)) from error
+        except (OSError, RuntimeError, ValueError) as error:
+            if unknown is not None:
+                raise ToolError(0, f"{unknown}: {error}") from error
+            raise ToolError(500, f"mailbox operation failed: {error}") from error
+
+    async def ensure_active(self, session_id: str) -> Session:
+        """TermAl's ``ensure_mailbox_session_active``: validate, clear stale ``left_at``
+        markers, revalidate; if the session was removed meanwhile, put back exactly the
+        markers this call cleared."""
+        await self._live(session_id)
+        cleared = await self.writer.reactivate_session(session_id)
+        try:
+            return await self._live(session_id)
+        except ToolError:
+            await self.writer.restore_session_markers(session_id, cleared)
+            raise
+
+    async def _live(self, session_id: str) -> Session:
+        session = await self._registry(self.registry.get, session_id)
+        if session is None or not session.live:
+            raise ToolError(404, "session not found")
+        return session
+
+    # ------------------------------------------------------------ peers
+
+    async def list_sessions(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        sessions = await self._run(lambda: self._registry(self.registry.list))
+        return {
+            "sessions": [
+                {
+                    "sessionId": s.id,
+                    "name": s.name,
+                    "agent": s.agent,
+                    "status": s.status,
+                    "workdir": s.workdir,
+                    "preview": None,
+                }
+                for s in sessions
+            ]
+        }
+
+    async def resolve_target(self, reference: str) -> Session:
+        """A peer by exact ``session-`` id or case-insensitive name; self, unknown, removed
+        and ambiguous references fail with distinct messages."""
+        self_message = (
+            f"`{reference}` is this session — termal_send_to_session delivers to a PEER "
+            "session, not to yourself"
+        )
+        if reference.startswith("session-"):
+            if reference == self.session_id:
+                raise ToolError(400, self_message)
+            found = await self._registry(self.registry.get, reference)
+            if found is None:
+                raise ToolError(
+                    404,
+                    f"no root session has id or name `{reference}` — call termal_list_sessions "
+                    "to see the available sessions and their ids",
+                )
+            if not found.live:
+                raise ToolError(
+                    404,
+                    f"target session `{reference}` ({found.name}) was removed at "
+                    f"{found.removed_at}; its mailbox history stays readable but it cannot "
+                    "receive messages",
+                )
+            return found
+        matches = await self._registry(self.registry.find_live_by_name, reference)
+        if not matches:
+            removed = await self._registry(self.registry.find_removed_by_name, reference)
+            if removed:
+                raise ToolError(
+                    404,
+                    f"session `{reference}` was removed at {removed[0].removed_at} "
+                    f"(it was {removed[0].id}); its mailbox history stays readable but it "
+                    "cannot receive messages",
+                )
+            raise ToolError(
+                404,
+                f"no root session has id or name `{reference}` — call termal_list_sessions to "
+                "see the available sessions and their ids",
+            )
+        if len(matches) > 1:
+            listed = ", ".join(f"{s.id} ({s.name})" for s in matches)
+            raise ToolError(
+                400,
+                f"session name `{reference}` is ambiguous — matches {listed}; pass the exact "
+                "sessionId",
+            )
+        if matches[0].id == self.session_id:
+            raise ToolError(400, self_message)
+        return matches[0]
+
+    async def send_to_session(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        reference = required_identifier(arguments, "sessionId")
+        message = required_string(arguments, "message")
+        key = required_string(arguments, "idempotencyKey")
+        if len(key.encode()) > MAX_IDEMPOTENCY_KEY_BYTES:
+            raise ToolError(400, f"idempotencyKey exceeds {MAX_IDEMPOTENCY_KEY_BYTES} bytes")
+        topic = _optional_string(arguments.get("topic"))
+        state_stamp = _optional_string(arguments.get("stateStamp"))
+        message_class = _optional_string(arguments.get("class"))
+        if message_class is not None and message_class != ROUTINE_CLASS:
+            raise ToolError(
+                400,
+                "durable mailboxes currently support only class `routine`; STOP/urgent "
+                "delivery is not active",
+            )
+        target = await self._run(lambda: self.resolve_target(reference))
+
+        async def attempt() -> dict[str, Any]:
+            sender = await self.ensure_active(self.session_id)
+            receiver = await self.ensure_active(target.id)
+            receipt = await self.writer.append(
+                sender_session_id=sender.id,
+                sender_name=sender.name,
+                target_session_id=receiver.id,
+                target_name=receiver.name,
+                body=message,
+                idempotency_key=key,
+                topic=topic,
+                state_stamp=state_stamp,
+                finalizing=True,
+            )
+            if not receipt.duplicate:
+                try:
+                    outcome = await self._dispatch(
+                        receiver.id, receipt.mailbox_id, receipt.sequence, receipt.message_id
+                    )
+                    recorded = await self.writer.record_dispatch_outcome(
+                        receipt.message_id, outcome
+                    )
+                except StoreError:
+                    # The append is durable; a lifecycle update that failed leaves the
+                    # append-boundary receipt (as TermAl logs and carries on).
+                    self.writer.abandon_dispatch(receipt.message_id)
+                    recorded = DURABLE_BUT_NOT_WOKEN
+                receipt = receipt.model_copy(update={"notification_disposition": recorded})
+            return receipt.to_wire() | {"sessionId": target.id, "resolvedFrom": reference}
+
+        return await self._run(attempt, unknown=SEND_OUTCOME_UNKNOWN)
+
+    async def _dispatch(
+        self, receiver_id: str, mailbox_id: str, sequence: int, message_id: str
+    ) -> str:
+        """TermAl's three receipt outcomes, told honestly from what the registry knows."""
+        receiver = await self._registry(self.registry.get, receiver_id)
+        if receiver is None or not receiver.live:
+            return DURABLE_BUT_NOT_WOKEN
+        if receiver.in_turn:
+            return QUEUED_BEHIND_ACTIVE_TURN
+        if not receiver.channel_connected():
+            return DURABLE_BUT_NOT_WOKEN
+        if await self._registry(self.registry.has_pending_wake, receiver_id, mailbox_id):
+            # One pending wake per mailbox: this message rides the one already pushed.
+            return DURABLE_BUT_NOT_WOKEN
+        # The receiver's channel server pushes the wake and marks the row delivered only
+        # after the notification was written; wait a short while for that to happen.
+        give_up = time.monotonic() + self.wake.wait
+        while time.monotonic() < give_up:
+            state = await self.writer.notification_state(message_id)
+            if state == DELIVERED_TO_IDLE_SESSION:
+                return DELIVERED_TO_IDLE_SESSION
+            await asyncio.sleep(self.wake.step)
+        return DURABLE_BUT_NOT_WOKEN
+
+    # ------------------------------------------------------------ mailboxes
+
+    async def list_mailboxes(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        async def attempt() -> list[dict[str, Any]]:
+            await self.ensure_active(self.session_id)
+            return [s.to_wire() for s in await self.writer.list_mailboxes(self.session_id)]
+
+        return {"mailboxes": await self._run(attempt)}
+
+    async def read_mailbox(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        mailbox_id = required_identifier(arguments, "mailboxId")
+        after = count_argument(arguments, "afterSequence", 0)
+        limit = count_argument(arguments, "limit", READ_LIMIT_DEFAULT)
+
+        async def attempt() -> list[dict[str, Any]]:
+            await self.ensure_active(self.session_id)
+            rows = await self.writer.read_range(self.session_id, mailbox_id, after, limit)
+            return [m.to_wire() for m in rows]
+
+        messages = await self._run(attempt)
+        await self._engaged(mailbox_id, max((m["sequence"] for m in messages), default=after))
+        return {"mailboxId": mailbox_id, "messages": messages}
+
+    async def read_mailbox_message(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        message_id = required_identifier(arguments, "messageId")
+
+        async def attempt() -> dict[str, Any]:
+            await self.ensure_active(self.session_id)
+            return (await self.writer.read_message(self.session_id, message_id)).to_wire()
+
+        message = await self._run(attempt)
+        await self._engaged(str(message["mailboxId"]), int(message["sequence"]))
+        return message
+
+    async def acknowledge_mailbox(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        mailbox_id = required_identifier(arguments, "mailboxId")
+        expected = count_argument(arguments, "expectedProcessedThrough")
+        through = count_argument(arguments, "processedThrough")
+
+        async def attempt() -> dict[str, Any]:
+            await self.ensure_active(self.session_id)
+            summary = await self.writer.acknowledge(self.session_id, mailbox_id, expected, through)
+            return summary.to_wire()
+
+        summary = await self._run(attempt, unknown=ACK_OUTCOME_UNKNOWN)
+        await self._engaged(mailbox_id, through)
+        return summary
+
+    async def _engaged(self, mailbox_id: str, through: int) -> None:
+        if self.on_engaged is not None:
+            with contextlib.suppress(StoreError):  # wake bookkeeping; the result stands
+                await self.on_engaged(mailbox_id, through)
+
+
+def error_result(error: BaseException) -> ToolError:
+    """Any failure as a ToolError (for shells that must never show a traceback)."""
+    if isinstance(error, ToolError):
+        return error
+    if isinstance(error, ValidationError):
+        return ToolError(400, str(error))
+    if isinstance(error, NotFoundError):
+        return ToolError(404, str(error))
+    if isinstance(error, ConflictError):
+        return ToolError(409, str(error))
+    if isinstance(error, RetryableError):
+        return ToolError(503, str(error))
+    return ToolError(500, f"mailbox operation failed: {error}")

@@ -1,0 +1,154 @@
+"""Wake-ups without TermAl: a pull pass for hooks and a push watcher for Claude Code channels.
+
+Both follow the spec's wake lifecycle: the rows a wake covers advance to
+``recoveredWake`` when the wake is materialized, and to ``deliveredToIdleSession``
+only after the prompt was actually written (to stdout for a hook, to the MCP
+transport for a channel). A wake that could not be written leaves its rows
+recoverable. Wakes carry metadata only (``presentation.wake_prompt``), never bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from termal_tui.agents.registry import Registry
+from termal_tui.models import UnreadWakeup
+from termal_tui.presentation import wake_prompt
+from termal_tui.store.errors import StoreError
+from termal_tui.store.writer import MailboxWriter
+
+T = TypeVar("T")
+
+# A wake is delivered only if this returns normally (it raises when nothing was written).
+Emit = Callable[[UnreadWakeup, str], Awaitable[None]]
+
+
+async def wake_pass(
+    writer: MailboxWriter,
+    session_id: str,
+    emit: Emit,
+    *,
+    boot: bool = False,
+    skip: Callable[[UnreadWakeup], bool] | None = None,
+) -> list[UnreadWakeup]:
+    """One recovery pass: never-woken mailboxes (at most 16), or every unread one on boot.
+
+    Returns the wakes that were delivered. ``skip`` leaves a candidate untouched.
+    """
+    delivered: list[UnreadWakeup] = []
+    for wake in await writer.wakeups_for_session(session_id, boot=boot):
+        if skip is not None and skip(wake):
+            continue
+        await writer.mark_recovered_through(session_id, wake.mailbox_id, wake.sequence, boot=boot)
+        try:
+            await emit(wake, wake_prompt(wake))
+        except (OSError, EOFError, RuntimeError):
+            continue  # not written: the rows stay recoveredWake, recoverable at next boot pass
+        await writer.mark_delivered_through(session_id, wake.mailbox_id, wake.sequence)
+        delivered.append(wake)
+    return delivered
+
+
+def channel_meta(wake: UnreadWakeup) -> dict[str, str]:
+    """``meta`` of a channel event: identifier keys and string values (Claude Code's rule)."""
+    return {
+        "mailbox_id": wake.mailbox_id,
+        "sender": wake.sender_name,
+        "sender_session_id": wake.sender_session_id,
+        "latest_sequence": str(wake.sequence),
+        "unread_count": str(wake.unread_count),
+    }
+
+
+@dataclass
+class ChannelWatcher:
+    """Pushes one channel event per mailbox with newly unread inbound rows, while connected.
+
+    Polls SQLite's ``data_version`` (a pragma on an open connection: no file read when
+    nothing changed) every ``interval`` seconds and runs a pass when another connection
+    has committed, when the agent engaged with a mailbox, and every ``rescan`` seconds.
+    The first pass is the boot pass over every unread inbound mailbox. Never more than
+    one pending wake per mailbox: after a push, that mailbox is skipped until the agent
+    reads or acknowledges it (``engaged``), and a new wake is pushed only for a
+    never-woken row above what the agent has already been woken for or read.
+    """
+
+    writer: MailboxWriter
+    registry: Registry
+    session_id: str
+    push: Emit
+    interval: float = 0.2
+    heartbeat: float = 1.0
+    rescan: float = 10.0
+    pushed: list[UnreadWakeup] = field(default_factory=list)
+    _dirty: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    async def engaged(self, mailbox_id: str, through: int) -> None:
+        await asyncio.to_thread(self.registry.mark_engaged, self.session_id, mailbox_id, through)
+        self._dirty.set()
+
+    async def run(self) -> None:
+        pid = os.getpid()
+        await asyncio.to_thread(self.registry.clear_wake_marks, self.session_id)
+        await asyncio.to_thread(self.registry.heartbeat, self.session_id, pid)
+        last_beat = time.monotonic()
+        last_scan = 0.0
+        version: int | None = None
+        boot = True
+        try:
+            while True:
+                now = time.monotonic()
+                if now - last_beat >= self.heartbeat:
+                    await self._quietly(
+                        asyncio.to_thread(self.registry.heartbeat, self.session_id, pid)
+                    )
+                    last_beat = now
+                current = await self._quietly(self.writer.data_version())
+                if (
+                    boot
+                    or self._dirty.is_set()
+                    or current != version
+                    or now - last_scan >= self.rescan
+                ):
+                    self._dirty.clear()
+                    version = current
+                    last_scan = now
+                    if await self._quietly(self.scan(boot)) is not None:
+                        boot = False
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._dirty.wait(), self.interval)
+        finally:
+            # Synchronous on purpose: this runs while being cancelled.
+            with contextlib.suppress(StoreError):
+                self.registry.heartbeat(self.session_id, None)
+
+    async def scan(self, boot: bool = False) -> list[UnreadWakeup]:
+        marks = await asyncio.to_thread(self.registry.wake_marks, self.session_id)
+
+        def skip(wake: UnreadWakeup) -> bool:
+            pending, seen = marks.get(wake.mailbox_id, (False, 0))
+            return pending or wake.sequence <= seen
+
+        async def emit(wake: UnreadWakeup, prompt: str) -> None:
+            await self.push(wake, prompt)
+            await asyncio.to_thread(
+                self.registry.mark_wake_pushed, self.session_id, wake.mailbox_id, wake.sequence
+            )
+
+        delivered = await wake_pass(self.writer, self.session_id, emit, boot=boot, skip=skip)
+        self.pushed.extend(delivered)
+        return delivered
+
+    @staticmethod
+    async def _quietly(work: Awaitable[T]) -> T | None:
+        """A busy or failing store skips this tick; the next one tries again."""
+        try:
+            return await work
+        except StoreError:
+            return None
