@@ -60,7 +60,22 @@ def _fail(message: str, code: int) -> int:
 
 
 def _db_path(args: argparse.Namespace, default_db: Path) -> Path:
-    return Path(args.db).expanduser() if args.db else default_db
+    given = getattr(args, "db_option", None) or getattr(args, "db", None)
+    return Path(given).expanduser() if given else default_db
+
+
+def busy_timeout(default: float = 5.0) -> float:
+    """Seconds to wait for a busy database before a retryable failure (then replayed)."""
+    raw = os.environ.get("TERMAL_TUI_BUSY_TIMEOUT")
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        raise CommandError(
+            f"TERMAL_TUI_BUSY_TIMEOUT must be a number of seconds, not {raw!r}", EXIT_USAGE
+        ) from None
+    if not value > 0:
+        raise CommandError("TERMAL_TUI_BUSY_TIMEOUT must be positive", EXIT_USAGE)
+    return value
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -87,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mcp = sub.add_parser("mcp", help="serve one agent over stdio (needs termal-tui[mcp])")
     mcp.add_argument("db", nargs="?", help="coordination database")
+    mcp.add_argument("--db", dest="db_option", metavar="PATH", help=argparse.SUPPRESS)
     mcp.add_argument("--session", required=True, metavar="NAME")
     mcp.add_argument("--agent", help="what runs it (shown by termal_list_sessions)")
     mcp.add_argument(
@@ -95,7 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="push wake-ups as Claude Code channel events (claude/channel)",
     )
     mcp.add_argument("--interval", type=float, default=0.2, help=argparse.SUPPRESS)
-    mcp.add_argument("--busy-timeout", type=float, default=5.0, help=argparse.SUPPRESS)
 
     wake = sub.add_parser("wake", help="print a wake prompt per mailbox with unread mail")
     wake.add_argument("--session", required=True, metavar="NAME")
@@ -160,7 +175,7 @@ def main(argv: Sequence[str], default_db: Path) -> int:
 
 
 async def _dispatch(args: argparse.Namespace, path: Path) -> int:
-    registry = Registry.beside(path)
+    registry = Registry.beside(path, busy_timeout=busy_timeout())
     if args.command == "session":
         return await _session(args, path, registry)
     if args.command == "wake":
@@ -182,7 +197,8 @@ async def _dispatch(args: argparse.Namespace, path: Path) -> int:
 async def _tools(path: Path, registry: Registry, me: Session) -> Any:
     from termal_tui.store.writer import open_writer
 
-    async with open_writer(path) as writer:
+    seconds = busy_timeout()
+    async with open_writer(path, deadline=seconds, busy_timeout_ms=int(seconds * 1000)) as writer:
         yield AgentTools(writer, registry, me.id)
 
 
@@ -448,7 +464,7 @@ async def _hook(args: argparse.Namespace, path: Path, registry: Registry) -> int
         # Hook output is one JSON document, written after the pass: rows are marked
         # recovered during the pass and delivered only once that document is out.
         boot = args.event == "session-start"
-        wakes = await writer.wakeups_for_session(me.id, boot=boot)
+        wakes = await writer.wakeups_for_session(me.id, boot=boot, queued=True)
         for wake in wakes:
             await writer.mark_recovered_through(me.id, wake.mailbox_id, wake.sequence, boot=boot)
             prompts.append(_prompt(wake))
@@ -485,7 +501,7 @@ def _mcp(args: argparse.Namespace, path: Path) -> int:
         session=args.session,
         channel=args.channel,
         interval=args.interval,
-        busy_timeout=args.busy_timeout,
+        busy_timeout=busy_timeout(),
         agent=args.agent,
     )
     import anyio

@@ -36,20 +36,26 @@ async def wake_pass(
     *,
     boot: bool = False,
     skip: Callable[[UnreadWakeup], bool] | None = None,
+    failed: list[UnreadWakeup] | None = None,
 ) -> list[UnreadWakeup]:
-    """One recovery pass: never-woken mailboxes (at most 16), or every unread one on boot.
+    """One recovery pass: never-woken or turn-queued mailboxes (at most 16), or every
+    unread one on boot.
 
-    Returns the wakes that were delivered. ``skip`` leaves a candidate untouched.
+    Returns the wakes that were delivered; those that could not be written are added
+    to ``failed``. ``skip`` leaves a candidate untouched.
     """
     delivered: list[UnreadWakeup] = []
-    for wake in await writer.wakeups_for_session(session_id, boot=boot):
+    for wake in await writer.wakeups_for_session(session_id, boot=boot, queued=True):
         if skip is not None and skip(wake):
             continue
         await writer.mark_recovered_through(session_id, wake.mailbox_id, wake.sequence, boot=boot)
         try:
             await emit(wake, wake_prompt(wake))
         except (OSError, EOFError, RuntimeError):
-            continue  # not written: the rows stay recoveredWake, recoverable at next boot pass
+            # Not written: the rows stay recoveredWake, which only a boot pass covers.
+            if failed is not None:
+                failed.append(wake)
+            continue
         await writer.mark_delivered_through(session_id, wake.mailbox_id, wake.sequence)
         delivered.append(wake)
     return delivered
@@ -119,8 +125,11 @@ class ChannelWatcher:
                     self._dirty.clear()
                     version = current
                     last_scan = now
-                    if await self._quietly(self.scan(boot)) is not None:
-                        boot = False
+                    outcome = await self._quietly(self.scan(boot))
+                    if outcome is not None:
+                        # A wake that could not be written left recoveredWake rows: only
+                        # another boot pass covers them.
+                        boot = outcome
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._dirty.wait(), self.interval)
         finally:
@@ -128,7 +137,8 @@ class ChannelWatcher:
             with contextlib.suppress(StoreError):
                 self.registry.heartbeat(self.session_id, None)
 
-    async def scan(self, boot: bool = False) -> list[UnreadWakeup]:
+    async def scan(self, boot: bool = False) -> bool:
+        """One pass; True when some wake could not be written (retry as a boot pass)."""
         marks = await asyncio.to_thread(self.registry.wake_marks, self.session_id)
 
         def skip(wake: UnreadWakeup) -> bool:
@@ -141,9 +151,12 @@ class ChannelWatcher:
                 self.registry.mark_wake_pushed, self.session_id, wake.mailbox_id, wake.sequence
             )
 
-        delivered = await wake_pass(self.writer, self.session_id, emit, boot=boot, skip=skip)
+        failed: list[UnreadWakeup] = []
+        delivered = await wake_pass(
+            self.writer, self.session_id, emit, boot=boot, skip=skip, failed=failed
+        )
         self.pushed.extend(delivered)
-        return delivered
+        return bool(failed)
 
     @staticmethod
     async def _quietly(work: Awaitable[T]) -> T | None:

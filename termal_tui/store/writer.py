@@ -22,6 +22,7 @@ from termal_tui.models import (
     DELIVERED_TO_IDLE_SESSION,
     DISPATCH_OUTCOMES,
     DURABLE_BUT_NOT_WOKEN,
+    QUEUED_BEHIND_ACTIVE_TURN,
     ROUTINE_CLASS,
     AppendReceipt,
     MailboxMessage,
@@ -514,8 +515,15 @@ class MailboxWriter:
             commit="committing a mailbox lifecycle update",
         )
 
-    async def wakeups_for_session(self, session_id: str, boot: bool = False) -> list[UnreadWakeup]:
-        """Mailboxes needing a wake: never-woken pass capped at 16, boot pass unbounded."""
+    async def wakeups_for_session(
+        self, session_id: str, boot: bool = False, queued: bool = False
+    ) -> list[UnreadWakeup]:
+        """Mailboxes needing a wake: never-woken pass capped at 16, boot pass unbounded.
+
+        ``queued=True`` also counts rows whose wake is queued behind an active turn
+        (``queuedBehindActiveTurn``) as candidates of the capped pass: without TermAl's
+        in-process prompt queue, the end of that turn is when their wake is delivered.
+        """
         unread = queries.UNREAD_FOR.format(
             mailbox="m.id", cursor="mine.processed_through", session=":s"
         )
@@ -532,11 +540,13 @@ class MailboxWriter:
                   AND candidate.sequence > mine.processed_through
                   AND candidate.target_session_id = :s
                   AND {queries.NOT_CONTROL.format(t="candidate.")}
-                  AND (:boot = 1 OR candidate.notification_disposition = '{DURABLE_BUT_NOT_WOKEN}'))
+                  AND (:boot = 1 OR candidate.notification_disposition = '{DURABLE_BUT_NOT_WOKEN}'
+                       OR (:queued = 1 AND candidate.notification_disposition
+                           = '{QUEUED_BEHIND_ACTIVE_TURN}')))
             ORDER BY message.created_at DESC, m.id
             LIMIT CASE WHEN :boot = 1 THEN -1 ELSE {NEVER_WOKEN_PASS_CAP} END
         """
-        params = {"s": session_id, "ctl": CONTROL_TOPIC, "boot": 1 if boot else 0}
+        params = {"s": session_id, "ctl": CONTROL_TOPIC, "boot": int(boot), "queued": int(queued)}
         rows = await self._read(lambda db: db.execute(sql, params).fetchall())
         return [
             UnreadWakeup(

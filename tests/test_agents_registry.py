@@ -1,0 +1,139 @@
+"""The session registry: ids, names, removal, turns, channel presence, wake marks."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from termal_tui.agents.registry import (
+    REGISTRY_FILENAME,
+    Registry,
+    registry_path_for,
+)
+from termal_tui.store.errors import ConflictError, NotFoundError, StorageError, ValidationError
+
+
+@pytest.fixture
+def registry(db_path: Path) -> Registry:
+    return Registry.beside(db_path)
+
+
+def test_registry_lives_beside_the_coordination_database(db_path: Path, registry: Registry):
+    registry.add("alice")
+    assert registry.path == db_path.with_name(REGISTRY_FILENAME) == registry_path_for(db_path)
+    assert registry.path.exists()
+    assert not db_path.exists()  # the coordination file is not touched by the registry
+    assert stat.S_IMODE(os.stat(registry.path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(registry.path.parent).st_mode) == 0o700
+
+
+def test_ids_are_termal_shaped_and_stable_across_restarts(db_path: Path, registry: Registry):
+    alice = registry.add("Alice", agent="Claude", workdir="/w")
+    assert alice.id.startswith("session-") and len(alice.id) == len("session-") + 12
+    reopened = Registry.beside(db_path)
+    assert reopened.resolve_own("alice") == alice
+    assert reopened.resolve_own(alice.id) == alice
+    assert reopened.ensure("ALICE").id == alice.id  # ensure finds, never re-mints
+
+
+def test_names_are_unique_case_insensitively(registry: Registry):
+    registry.add("Straße")
+    with pytest.raises(ConflictError, match="already exists"):
+        registry.add("STRASSE")  # full case folding, not ASCII only
+    with pytest.raises(ConflictError):
+        registry.add("  straße  ")
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("a/b", "must not contain"),
+        ("a%b", "must not contain"),
+        ("bell\x07", "must not contain"),
+        ("session-7", "must not start"),
+        ("x" * 65, "at most 64"),
+    ],
+)
+def test_bad_names_are_refused_with_a_reason(registry: Registry, name: str, why: str):
+    with pytest.raises(ValidationError, match=why):
+        registry.add(name)
+    assert registry.list() == []
+
+
+def test_remove_keeps_a_tombstone_and_frees_the_name(registry: Registry):
+    bob = registry.add("bob")
+    removed = registry.remove("BOB")
+    assert removed.id == bob.id and removed.removed_at is not None and removed.status == "removed"
+    assert registry.list() == []
+    assert [s.id for s in registry.list(include_removed=True)] == [bob.id]
+    assert registry.find_removed_by_name("bob")[0].id == bob.id
+    again = registry.add("bob")  # a new session, a new id
+    assert again.id != bob.id
+    with pytest.raises(NotFoundError):
+        registry.resolve_own(bob.id)
+
+
+def test_turns_and_channel_presence(registry: Registry):
+    alice = registry.add("alice")
+    registry.set_turn(alice.id, True)
+    assert registry.get(alice.id).in_turn and registry.get(alice.id).status == "active"
+    registry.set_turn(alice.id, False)
+    assert not registry.get(alice.id).in_turn
+    assert not registry.get(alice.id).channel_connected()
+    registry.heartbeat(alice.id, os.getpid())
+    assert registry.get(alice.id).channel_connected()
+    assert not registry.get(alice.id).channel_connected(now=time.time() + 60)  # stale beat
+    registry.heartbeat(alice.id, None)
+    assert not registry.get(alice.id).channel_connected()
+
+
+def test_a_dead_channel_process_is_not_connected(registry: Registry):
+    alice = registry.add("alice")
+    registry.heartbeat(alice.id, 2**22 + 12345)  # no such pid
+    assert not registry.get(alice.id).channel_connected()
+
+
+def test_wake_marks_keep_the_highest_seen_sequence(registry: Registry):
+    alice = registry.add("alice")
+    registry.mark_wake_pushed(alice.id, "mailbox-1", 4)
+    assert registry.has_pending_wake(alice.id, "mailbox-1")
+    registry.mark_engaged(alice.id, "mailbox-1", 2)  # an older read does not lower it
+    assert registry.wake_marks(alice.id) == {"mailbox-1": (False, 4)}
+    registry.mark_engaged(alice.id, "mailbox-1", 9)
+    assert registry.wake_marks(alice.id) == {"mailbox-1": (False, 9)}
+    registry.clear_wake_marks(alice.id)
+    assert registry.wake_marks(alice.id) == {}
+
+
+def test_a_registry_without_the_unique_index_can_hold_ambiguous_names(registry: Registry):
+    registry.add("carol")
+    with sqlite3.connect(registry.path) as db:  # e.g. written by hand or by another tool
+        db.execute("DROP INDEX sessions_live_name")
+        db.execute(
+            "INSERT INTO sessions(id, name, name_key, created_at) "
+            "VALUES('session-other', 'Carol', 'carol', '2026-01-01T00:00:00Z')"
+        )
+    assert len(registry.find_live_by_name("CAROL")) == 2
+
+
+def test_a_newer_registry_is_refused(registry: Registry):
+    registry.add("alice")
+    with sqlite3.connect(registry.path) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(StorageError, match="version 99"):
+        Registry(registry.path).list()
+
+
+def test_a_file_that_is_not_a_registry_is_refused(tmp_path: Path):
+    path = tmp_path / REGISTRY_FILENAME
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StorageError, match="is not a termal-tui session registry"):
+        Registry(path).list()
+    assert path.read_bytes() == b"this is not sqlite" * 100

@@ -1,0 +1,394 @@
+"""AgentTools: TermAl's six mailbox tools over the writer and the registry (no MCP needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from termal_tui.agents.registry import Registry
+from termal_tui.agents.tools import (
+    AgentTools,
+    ReplayPolicy,
+    ToolError,
+    WakeTiming,
+    jitter_percent,
+    replay_delay,
+)
+from termal_tui.agents.wake import ChannelWatcher
+from termal_tui.store.errors import StorageError
+from termal_tui.store.writer import MailboxWriter, open_writer
+from tests.helpers import rows
+
+
+@dataclasses.dataclass
+class Peers:
+    registry: Registry
+    alice: AgentTools
+    bob: AgentTools
+    writer: MailboxWriter
+
+
+@pytest.fixture
+async def peers(db_path: Path) -> AsyncIterator[Peers]:
+    registry = Registry.beside(db_path)
+    alice = registry.add("Alice", agent="Claude")
+    bob = registry.add("bob", agent="Codex")
+    async with open_writer(db_path, busy_timeout_ms=100, deadline=0.3) as writer:
+        fast = ReplayPolicy(base_delay=0.05, min_replay_budget=0.0)
+        yield Peers(
+            registry,
+            AgentTools(writer, registry, alice.id, replay=fast),
+            AgentTools(writer, registry, bob.id, replay=fast),
+            writer,
+        )
+
+
+async def _send(tools: AgentTools, to: str, body: str, key: str, **extra: object) -> dict:
+    return await tools.call(
+        "termal_send_to_session", {"sessionId": to, "message": body, "idempotencyKey": key, **extra}
+    )
+
+
+async def test_list_sessions_has_termal_shape(peers: Peers):
+    listed = await peers.alice.call("termal_list_sessions", {})
+    assert [s["name"] for s in listed["sessions"]] == ["Alice", "bob"]
+    assert set(listed["sessions"][0]) == {
+        "sessionId",
+        "name",
+        "agent",
+        "status",
+        "workdir",
+        "preview",
+    }
+    assert listed["sessions"][1]["agent"] == "Codex"
+
+
+async def test_send_by_name_and_by_id_land_in_one_mailbox(peers: Peers):
+    first = await _send(peers.alice, "BOB", "  hello  ", "k1")
+    assert first["resolvedFrom"] == "BOB" and first["sessionId"] == peers.bob.session_id
+    assert first["sequence"] == 1 and first["duplicate"] is False
+    assert first["notificationDisposition"] == "durableButNotWoken"  # no wake path for bob
+    second = await _send(peers.alice, peers.bob.session_id, "again", "k2", topic=" t ")
+    assert second["mailboxId"] == first["mailboxId"] and second["sequence"] == 2
+    stored = rows(peers.writer.path, "SELECT body, topic, dispatch_outcome FROM mailbox_messages")
+    # The bridge trims message and topic; the outcome is recorded once.
+    assert stored == [("hello", None, "durableButNotWoken"), ("again", "t", "durableButNotWoken")]
+
+
+async def test_duplicate_and_conflicting_keys(peers: Peers):
+    original = await _send(peers.alice, "bob", "body", "same")
+    again = await _send(peers.alice, "bob", "body", "same")
+    assert again["duplicate"] is True
+    assert {k: again[k] for k in ("messageId", "sequence", "mailboxId")} == {
+        k: original[k] for k in ("messageId", "sequence", "mailboxId")
+    }
+    with pytest.raises(ToolError) as conflict:
+        await _send(peers.alice, "bob", "different body", "same")
+    assert conflict.value.status == 409 and "already used" in str(conflict.value)
+    assert rows(peers.writer.path, "SELECT COUNT(*) FROM mailbox_messages") == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "text"),
+    [
+        ({"sessionId": "alice"}, 400, "is this session"),
+        ({"sessionId": "session-nobody"}, 404, "no root session has id or name `session-nobody`"),
+        ({"sessionId": "carol"}, 404, "no root session has id or name `carol`"),
+        ({"sessionId": "bob", "class": "urgent"}, 400, "only class `routine`"),
+        ({"sessionId": "bob", "idempotencyKey": "k" * 257}, 400, "exceeds 256 bytes"),
+        ({"sessionId": "bob", "idempotencyKey": "é" * 129}, 400, "exceeds 256 bytes"),
+        ({"sessionId": "bob", "message": "   "}, 400, "message is required"),
+        ({"sessionId": "bob", "idempotencyKey": 7}, 400, "idempotencyKey is required"),
+        ({"sessionId": "a/b"}, 400, "must not contain /"),
+        ({"sessionId": ".."}, 400, "must not be . or .."),
+    ],
+)
+async def test_send_rejections_are_distinct(peers: Peers, arguments: dict, status: int, text: str):
+    request = {"message": "m", "idempotencyKey": "k"} | arguments
+    with pytest.raises(ToolError) as failure:
+        await peers.alice.call("termal_send_to_session", request)
+    assert failure.value.status == status
+    assert text in str(failure.value)
+    assert not peers.writer.path.exists() or rows(
+        peers.writer.path, "SELECT COUNT(*) FROM mailbox_messages"
+    ) == [(0,)]
+
+
+async def test_sending_to_yourself_by_id_is_rejected(peers: Peers):
+    with pytest.raises(ToolError, match="is this session"):
+        await _send(peers.alice, peers.alice.session_id, "m", "k")
+
+
+async def test_removed_and_ambiguous_targets(peers: Peers):
+    await _send(peers.alice, "bob", "before", "k0")
+    peers.registry.remove("bob")
+    await peers.writer.mark_session_left(peers.bob.session_id)
+    for reference in ("bob", peers.bob.session_id):
+        with pytest.raises(ToolError) as removed:
+            await _send(peers.alice, reference, "after", f"k-{reference}")
+        assert removed.value.status == 404 and "was removed" in str(removed.value)
+    peers.registry.add("Carol")
+    with sqlite3.connect(peers.registry.path) as db:
+        db.execute("DROP INDEX sessions_live_name")
+        db.execute(
+            "INSERT INTO sessions(id, name, name_key, created_at) "
+            "VALUES('session-c2', 'CAROL', 'carol', '2026-01-01T00:00:00Z')"
+        )
+    with pytest.raises(ToolError) as ambiguous:
+        await _send(peers.alice, "carol", "m", "k9")
+    assert ambiguous.value.status == 400 and "is ambiguous" in str(ambiguous.value)
+    assert "session-c2 (CAROL)" in str(ambiguous.value)
+
+
+async def test_read_exact_read_and_acknowledge(peers: Peers):
+    for n in range(1, 4):
+        await _send(peers.alice, "bob", f"m{n}", f"k{n}")
+    (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]
+    assert mailbox["unreadCount"] == 3
+    read = await peers.bob.call("termal_read_mailbox", {"mailboxId": mailbox["id"]})
+    assert read["mailboxId"] == mailbox["id"]
+    assert [m["body"] for m in read["messages"]] == ["m1", "m2", "m3"]
+    page = await peers.bob.call(
+        "termal_read_mailbox", {"mailboxId": mailbox["id"], "afterSequence": 1, "limit": 1}
+    )
+    assert [m["sequence"] for m in page["messages"]] == [2]
+    clamped = await peers.bob.call("termal_read_mailbox", {"mailboxId": mailbox["id"], "limit": 0})
+    assert len(clamped["messages"]) == 1  # TermAl clamps limit to 1..=200
+    exact = await peers.bob.call(
+        "termal_read_mailbox_message", {"messageId": read["messages"][1]["id"]}
+    )
+    assert exact["body"] == "m2"
+
+    ack = {"mailboxId": mailbox["id"], "expectedProcessedThrough": 0, "processedThrough": 2}
+    summary = await peers.bob.call("termal_acknowledge_mailbox", ack)
+    assert summary["unreadCount"] == 1
+    replay = await peers.bob.call("termal_acknowledge_mailbox", ack)  # lost-response replay
+    assert replay == summary
+    with pytest.raises(ToolError) as stale:
+        await peers.bob.call(
+            "termal_acknowledge_mailbox",
+            {"mailboxId": mailbox["id"], "expectedProcessedThrough": 0, "processedThrough": 3},
+        )
+    assert stale.value.status == 409 and "conflict" in str(stale.value)
+    forward = await peers.bob.call(
+        "termal_acknowledge_mailbox",
+        {"mailboxId": mailbox["id"], "expectedProcessedThrough": 2, "processedThrough": 3},
+    )
+    assert forward["unreadCount"] == 0
+    with pytest.raises(ToolError) as negative:
+        await peers.bob.call(
+            "termal_acknowledge_mailbox",
+            {"mailboxId": mailbox["id"], "expectedProcessedThrough": -1, "processedThrough": 3},
+        )
+    assert negative.value.status == 400
+    assert "expectedProcessedThrough must be a non-negative integer" in str(negative.value)
+
+
+async def test_reading_never_moves_a_cursor(peers: Peers):
+    await _send(peers.alice, "bob", "m", "k")
+    (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]
+    before = rows(
+        peers.writer.path, "SELECT session_id, processed_through FROM mailbox_participants"
+    )
+    await peers.bob.call("termal_read_mailbox", {"mailboxId": mailbox["id"]})
+    assert (
+        rows(peers.writer.path, "SELECT session_id, processed_through FROM mailbox_participants")
+        == before
+    )
+
+
+async def test_strangers_cannot_read(peers: Peers):
+    await _send(peers.alice, "bob", "secret", "k")
+    carol = peers.registry.add("carol")
+    tools = AgentTools(peers.writer, peers.registry, carol.id)
+    (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]
+    with pytest.raises(ToolError) as failure:
+        await tools.call("termal_read_mailbox", {"mailboxId": mailbox["id"]})
+    assert failure.value.status == 404
+
+
+async def test_stale_left_markers_are_repaired_then_revalidated(peers: Peers):
+    await _send(peers.alice, "bob", "m", "k")
+    # An older build evicted bob although his session is live.
+    await peers.writer.mark_session_left(peers.bob.session_id)
+    listed = await peers.bob.call("termal_list_mailboxes", {})
+    assert len(listed["mailboxes"]) == 1
+    assert rows(
+        peers.writer.path,
+        "SELECT left_at FROM mailbox_participants WHERE session_id = ?",
+        (peers.bob.session_id,),
+    ) == [(None,)]
+
+
+async def test_a_deletion_during_repair_wins_and_restores_exactly_the_cleared_markers(
+    peers: Peers, monkeypatch: pytest.MonkeyPatch
+):
+    await _send(peers.alice, "bob", "m", "k")
+    await peers.writer.mark_session_left(peers.bob.session_id)
+    left = rows(
+        peers.writer.path, "SELECT mailbox_id, session_id, left_at FROM mailbox_participants"
+    )
+    real_get = peers.registry.get
+    calls = {"n": 0}
+
+    def deleted_after_first_check(session_id: str):
+        calls["n"] += 1
+        session = real_get(session_id)
+        if calls["n"] >= 2:  # the revalidation sees the concurrent deletion
+            return dataclasses.replace(session, removed_at="2026-12-01T00:00:00Z")
+        return session
+
+    monkeypatch.setattr(peers.registry, "get", deleted_after_first_check)
+    with pytest.raises(ToolError) as failure:
+        await peers.bob.call("termal_list_mailboxes", {})
+    assert failure.value.status == 404 and "session not found" in str(failure.value)
+    assert (
+        rows(peers.writer.path, "SELECT mailbox_id, session_id, left_at FROM mailbox_participants")
+        == left
+    )
+
+
+async def test_a_retryable_failure_is_replayed_to_success_once_the_lock_is_released(peers: Peers):
+    await _send(peers.alice, "bob", "first", "k1")  # the file exists and has its schema
+    holder = sqlite3.connect(peers.writer.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+
+    async def release_later() -> None:
+        await asyncio.sleep(0.6)
+        holder.execute("ROLLBACK")
+
+    release = asyncio.create_task(release_later())
+    receipt = await _send(peers.alice, "bob", "second", "k2")
+    await release
+    holder.close()
+    assert receipt["sequence"] == 2 and receipt["duplicate"] is False
+
+
+async def test_replays_are_bounded_and_keep_termals_busy_text(peers: Peers):
+    await _send(peers.alice, "bob", "first", "k1")
+    holder = sqlite3.connect(peers.writer.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    sleeps: list[float] = []
+
+    async def record(delay: float) -> None:
+        sleeps.append(delay)
+
+    tools = AgentTools(
+        peers.writer,
+        peers.registry,
+        peers.alice.session_id,
+        replay=ReplayPolicy(attempts=3, base_delay=0.2, min_replay_budget=0.0),
+        sleep=record,
+    )
+    try:
+        with pytest.raises(ToolError) as failure:
+            await _send(tools, "bob", "second", "k2")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert failure.value.status == 503
+    assert "no mailbox write was committed by this operation, so retry the same request" in str(
+        failure.value
+    )
+    assert len(sleeps) == 2  # three attempts, two backoffs
+    assert sleeps == [replay_delay(peers.alice.session_id, n, 0.2) for n in (1, 2)]
+    assert rows(peers.writer.path, "SELECT COUNT(*) FROM mailbox_messages") == [(1,)]
+
+
+def test_jitter_is_deterministic_and_within_a_quarter():
+    values = {jitter_percent(f"session-{n}", 1) for n in range(200)}
+    assert min(values) >= 75 and max(values) <= 125 and len(values) > 20
+    assert jitter_percent("session-a", 3) == jitter_percent("session-a", 3)
+    assert 0.2 * 0.75 <= replay_delay("session-a", 1, 0.2) <= 0.2 * 1.25
+    assert 0.8 * 0.75 <= replay_delay("session-a", 3, 0.2) <= 0.8 * 1.25
+
+
+async def test_a_lost_send_outcome_says_retry_the_same_intent(
+    peers: Peers, monkeypatch: pytest.MonkeyPatch
+):
+    async def fails(**_kwargs: object):
+        raise StorageError("disk I/O error while committing mailbox append")
+
+    monkeypatch.setattr(peers.writer, "append", fails)
+    with pytest.raises(ToolError) as failure:
+        await _send(peers.alice, "bob", "m", "k")
+    assert failure.value.kind == "unknownOutcome"
+    assert "append outcome is unknown: retry the exact same intent and idempotencyKey" in str(
+        failure.value
+    )
+
+
+async def test_a_lost_acknowledgement_says_relist_first(
+    peers: Peers, monkeypatch: pytest.MonkeyPatch
+):
+    await _send(peers.alice, "bob", "m", "k")
+    (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]
+
+    async def fails(*_args: object):
+        raise StorageError("disk I/O error")
+
+    monkeypatch.setattr(peers.writer, "acknowledge", fails)
+    with pytest.raises(ToolError, match="Call termal_list_mailboxes before retrying"):
+        await peers.bob.call(
+            "termal_acknowledge_mailbox",
+            {"mailboxId": mailbox["id"], "expectedProcessedThrough": 0, "processedThrough": 1},
+        )
+
+
+async def test_receipt_is_queued_behind_an_active_turn_only_when_the_registry_knows(peers: Peers):
+    peers.registry.set_turn(peers.bob.session_id, True)
+    receipt = await _send(peers.alice, "bob", "m", "k")
+    assert receipt["notificationDisposition"] == "queuedBehindActiveTurn"
+    assert rows(peers.writer.path, "SELECT notification_disposition FROM mailbox_messages") == [
+        ("queuedBehindActiveTurn",)
+    ]
+
+
+async def test_receipt_is_delivered_only_when_a_channel_actually_delivered(peers: Peers):
+    pushed: list[str] = []
+
+    async def push(_wake: object, prompt: str) -> None:
+        pushed.append(prompt)
+
+    # Bob's server is another process: its own connection (data_version sees others' commits).
+    async with open_writer(peers.writer.path) as bobs_writer:
+        await _delivered_only_when_pushed(peers, bobs_writer, push, pushed)
+
+
+async def _delivered_only_when_pushed(peers: Peers, bobs_writer, push, pushed: list[str]) -> None:
+    watcher = ChannelWatcher(bobs_writer, peers.registry, peers.bob.session_id, push, interval=0.02)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await asyncio.sleep(0.1)
+        receipt = await _send(peers.alice, "bob", "first", "k1")
+        assert receipt["notificationDisposition"] == "deliveredToIdleSession"
+        assert len(pushed) == 1 and "first" not in pushed[0]
+        # A second send while that wake is pending rides it: no second push, not "delivered".
+        receipt = await _send(peers.alice, "bob", "second", "k2")
+        assert receipt["notificationDisposition"] == "durableButNotWoken"
+        await asyncio.sleep(0.1)
+        assert len(pushed) == 1
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert not peers.registry.get(peers.bob.session_id).channel_connected()
+
+
+async def test_a_channel_that_never_delivers_leaves_the_receipt_durable(peers: Peers):
+    peers.registry.heartbeat(
+        peers.bob.session_id, __import__("os").getpid()
+    )  # claims, never pushes
+    peers.alice.wake = WakeTiming(wait=0.2)
+    receipt = await _send(peers.alice, "bob", "m", "k")
+    assert receipt["notificationDisposition"] == "durableButNotWoken"
+
+
+async def test_unknown_tool_is_a_validation_error(peers: Peers):
+    with pytest.raises(ToolError) as failure:
+        await peers.alice.call("termal_spawn_session", {})
+    assert failure.value.status == 400

@@ -1,0 +1,156 @@
+"""Wake passes and the channel watcher: lifecycle transitions, one wake per mailbox, no bodies."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from termal_tui.agents.registry import Registry
+from termal_tui.agents.tools import AgentTools
+from termal_tui.agents.wake import ChannelWatcher, channel_meta, wake_pass
+from termal_tui.models import UnreadWakeup
+from termal_tui.store.writer import MailboxWriter, open_writer
+from tests.helpers import rows
+
+STATES = "SELECT sequence, notification_disposition FROM mailbox_messages ORDER BY sequence"
+
+
+@pytest.fixture
+async def setup(db_path: Path) -> AsyncIterator[tuple[Registry, AgentTools, str, MailboxWriter]]:
+    registry = Registry.beside(db_path)
+    alice = registry.add("alice")
+    bob = registry.add("bob")
+    async with open_writer(db_path) as alices, open_writer(db_path) as bobs:
+        yield registry, AgentTools(alices, registry, alice.id), bob.id, bobs
+
+
+async def _send(tools: AgentTools, body: str, key: str) -> dict:
+    return await tools.call(
+        "termal_send_to_session", {"sessionId": "bob", "message": body, "idempotencyKey": key}
+    )
+
+
+async def test_a_pass_marks_recovered_then_delivered_after_writing(setup):
+    _registry, alice, bob_id, bobs = setup
+    await _send(alice, "SECRET BODY one", "k1")
+    await _send(alice, "SECRET BODY two", "k2")
+    seen: list[tuple[str, list]] = []
+
+    async def emit(wake: UnreadWakeup, prompt: str) -> None:
+        seen.append((prompt, rows(bobs.path, STATES)))  # the state while it is being written
+
+    delivered = await wake_pass(bobs, bob_id, emit)
+    assert [w.sequence for w in delivered] == [2]
+    prompt, during = seen[0]
+    assert during == [(1, "recoveredWake"), (2, "recoveredWake")]
+    assert rows(bobs.path, STATES) == [(1, "deliveredToIdleSession"), (2, "deliveredToIdleSession")]
+    assert "2 unread message(s)" in prompt and "#2 from alice" in prompt
+    assert "SECRET" not in prompt
+    assert await wake_pass(bobs, bob_id, emit) == []  # nothing new: nothing to say
+
+
+async def test_a_wake_that_was_not_written_stays_recoverable(setup):
+    _registry, alice, bob_id, bobs = setup
+    await _send(alice, "m", "k1")
+
+    async def broken(_wake: UnreadWakeup, _prompt: str) -> None:
+        raise OSError("stdout is closed")
+
+    assert await wake_pass(bobs, bob_id, broken) == []
+    assert rows(bobs.path, STATES) == [(1, "recoveredWake")]
+    # The boot pass (every unread inbound mailbox) recovers it.
+    collected: list[str] = []
+
+    async def ok(_wake: UnreadWakeup, prompt: str) -> None:
+        collected.append(prompt)
+
+    assert len(await wake_pass(bobs, bob_id, ok, boot=True)) == 1
+    assert rows(bobs.path, STATES) == [(1, "deliveredToIdleSession")]
+
+
+def test_channel_meta_uses_identifier_keys_and_string_values():
+    wake = UnreadWakeup(
+        mailbox_id="mailbox-1",
+        message_id="mailbox-message-1",
+        sequence=3,
+        unread_count=2,
+        sender_session_id="session-a",
+        sender_name="alice",
+    )
+    meta = channel_meta(wake)
+    assert all(key.isidentifier() for key in meta)
+    assert all(isinstance(value, str) for value in meta.values())
+    assert meta["mailbox_id"] == "mailbox-1" and meta["latest_sequence"] == "3"
+
+
+async def _watch(watcher: ChannelWatcher, seconds: float) -> None:
+    task = asyncio.create_task(watcher.run())
+    await asyncio.sleep(seconds)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_one_pending_wake_per_mailbox_however_many_sends(setup):
+    registry, alice, bob_id, bobs = setup
+    pushes: list[UnreadWakeup] = []
+
+    async def push(wake: UnreadWakeup, _prompt: str) -> None:
+        pushes.append(wake)
+
+    watcher = ChannelWatcher(bobs, registry, bob_id, push, interval=0.02)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await asyncio.sleep(0.05)
+        for n in range(5):
+            await _send(alice, f"m{n}", f"k{n}")
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
+        assert len(pushes) == 1
+        # Bob reads the mailbox: the wake was consumed; a newer send wakes him again.
+        bob = AgentTools(bobs, registry, bob_id)
+        bob.on_engaged = watcher.engaged
+        await bob.call("termal_read_mailbox", {"mailboxId": pushes[0].mailbox_id})
+        await asyncio.sleep(0.2)
+        assert len(pushes) == 1  # everything unread was already read: no spurious wake
+        await _send(alice, "m-new", "k-new")
+        await asyncio.sleep(0.3)
+        assert [w.sequence for w in pushes] == [1, 6]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_the_first_scan_is_the_boot_pass(setup):
+    registry, alice, bob_id, bobs = setup
+    await _send(alice, "m", "k")
+    await wake_pass(bobs, bob_id, _discard)  # delivered earlier (e.g. by a hook), never acked
+    pushes: list[UnreadWakeup] = []
+
+    async def push(wake: UnreadWakeup, _prompt: str) -> None:
+        pushes.append(wake)
+
+    await _watch(ChannelWatcher(bobs, registry, bob_id, push, interval=0.02), 0.2)
+    assert [w.sequence for w in pushes] == [1]  # a new connection is told about unread mail
+
+
+async def test_a_failed_push_is_retried_later_and_not_marked_delivered(setup):
+    registry, alice, bob_id, bobs = setup
+    await _send(alice, "m", "k")
+    attempts: list[int] = []
+
+    async def flaky(wake: UnreadWakeup, _prompt: str) -> None:
+        attempts.append(wake.sequence)
+        if len(attempts) == 1:
+            raise OSError("the MCP client has gone")
+
+    watcher = ChannelWatcher(bobs, registry, bob_id, flaky, interval=0.02, rescan=0.05)
+    await _watch(watcher, 0.3)
+    assert attempts[:2] == [1, 1]
+    assert rows(bobs.path, STATES) == [(1, "deliveredToIdleSession")]
+
+
+async def _discard(_wake: UnreadWakeup, _prompt: str) -> None:
+    return None
