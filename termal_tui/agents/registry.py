@@ -6,8 +6,9 @@ keeps what the wake mechanism needs to report receipts honestly: whether a
 session is in a turn (hooks record it), whether a channel-capable MCP server is
 connected for it, and which mailboxes have a wake pushed and not yet read.
 
-Every method is one short transaction on its own connection (opened per call:
-nothing is held open between calls, so any number of processes can share the file).
+Every method is one short transaction (WAL, so readers never wait); one long-lived
+connection per Registry, with no transaction held between calls, so any number of
+processes share the file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -151,7 +153,8 @@ class Registry:
     def __init__(self, path: Path, busy_timeout: float = 5.0) -> None:
         self.path = path.expanduser()
         self._timeout = busy_timeout
-        self._ready = False
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
 
     @classmethod
     def beside(cls, db_path: Path, busy_timeout: float = 5.0) -> Registry:
@@ -159,40 +162,63 @@ class Registry:
 
     # ------------------------------------------------------------ plumbing
 
+    def _connection(self) -> sqlite3.Connection:
+        """One long-lived connection (no transaction is held between calls)."""
+        if self._db is None:
+            try:
+                prepare_state_dir(self.path)
+                db = sqlite3.connect(
+                    self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                )
+            except (sqlite3.Error, OSError) as error:
+                raise StorageError(
+                    f"cannot open the session registry {self.path}: {error}"
+                ) from error
+            try:
+                self._ensure(db)
+            except BaseException:
+                db.close()
+                raise
+            self._db = db
+        return self._db
+
     @contextmanager
     def _connect(self, write: bool) -> Iterator[sqlite3.Connection]:
-        try:
-            if not self._ready:
-                prepare_state_dir(self.path)
-            db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-        except (sqlite3.Error, OSError) as error:
-            raise StorageError(f"cannot open the session registry {self.path}: {error}") from error
-        try:
-            if not self._ready:
-                self._ensure(db)
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        with self._lock:
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        except sqlite3.OperationalError as error:
-            if "locked" in str(error) or "busy" in str(error):
-                raise RetryableError(
-                    "the session registry is temporarily busy; no registry write was "
-                    "committed by this operation, so retry the same request"
+                db = self._connection()
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield db
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            except sqlite3.OperationalError as error:
+                if "locked" in str(error) or "busy" in str(error):
+                    raise RetryableError(
+                        "the session registry is temporarily busy; no registry write was "
+                        "committed by this operation, so retry the same request"
+                    ) from error
+                raise StorageError(f"the session registry {self.path} failed: {error}") from error
+            except sqlite3.DatabaseError as error:
+                raise StorageError(
+                    f"{self.path} is not a termal-tui session registry ({error})"
                 ) from error
-            raise StorageError(f"the session registry {self.path} failed: {error}") from error
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _ensure(self, db: sqlite3.Connection) -> None:
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as error:
             raise StorageError(
                 f"{self.path} is not a termal-tui session registry ({error})"
             ) from error
-        finally:
-            db.close()
-
-    def _ensure(self, db: sqlite3.Connection) -> None:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > REGISTRY_VERSION:
             raise StorageError(
                 f"the session registry {self.path} has version {version}; this termal-tui "
@@ -205,7 +231,6 @@ class Registry:
             )
         with contextlib.suppress(OSError):
             os.chmod(self.path, 0o600)
-        self._ready = True
 
     # ------------------------------------------------------------ sessions
 

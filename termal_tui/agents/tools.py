@@ -209,7 +209,9 @@ class AgentTools:
     # ------------------------------------------------------------ plumbing
 
     async def _registry(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
+        """Registry reads: a WAL read on an open connection takes microseconds and never
+        waits for a writer, so they run inline rather than paying a thread hop."""
+        return fn(*args)
 
     async def _replayed(self, operation: Callable[[], Awaitable[T]]) -> T:
         """Replay retryable failures (all six tools are safe to replay) within the budget."""
