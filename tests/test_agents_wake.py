@@ -154,3 +154,24 @@ async def test_a_failed_push_is_retried_later_and_not_marked_delivered(setup):
 
 async def _discard(_wake: UnreadWakeup, _prompt: str) -> None:
     return None
+
+
+async def test_a_sender_nudges_the_channel_server_instead_of_waiting_for_its_poll(setup):
+    registry, alice, bob_id, bobs = setup
+    pushes: list[float] = []
+
+    async def push(_wake: UnreadWakeup, _prompt: str) -> None:
+        pushes.append(asyncio.get_running_loop().time())
+
+    # A poll interval of a minute: only the nudge can make this fast.
+    watcher = ChannelWatcher(bobs, registry, bob_id, push, interval=60.0, rescan=60.0)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await asyncio.sleep(0.1)  # the boot pass ran (nothing to say)
+        started = asyncio.get_running_loop().time()
+        receipt = await _send(alice, "m", "k")
+        assert receipt["notificationDisposition"] == "deliveredToIdleSession"
+        assert len(pushes) == 1 and pushes[0] - started < 1.0
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

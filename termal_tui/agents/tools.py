@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from termal_tui.agents.registry import Registry, Session
+from termal_tui.agents.wake import nudge
 from termal_tui.models import (
     DELIVERED_TO_IDLE_SESSION,
     DURABLE_BUT_NOT_WOKEN,
@@ -390,9 +391,12 @@ class AgentTools:
         receiver = await self._registry(self.registry.get, receiver_id)
         if receiver is None or not receiver.live:
             return DURABLE_BUT_NOT_WOKEN
+        connected = receiver.channel_connected()
+        if connected:
+            nudge(self.registry, receiver_id)
         if receiver.in_turn:
             return QUEUED_BEHIND_ACTIVE_TURN
-        if not receiver.channel_connected():
+        if not connected:
             return DURABLE_BUT_NOT_WOKEN
         if await self._registry(self.registry.has_pending_wake, receiver_id, mailbox_id):
             # One pending wake per mailbox: this message rides the one already pushed.

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -61,6 +63,20 @@ async def wake_pass(
     return delivered
 
 
+def nudge_address(registry: Registry, session_id: str) -> bytes:
+    """A Linux abstract-namespace datagram address for one session's channel server
+    (no file, no path-length limit; scoped to one registry file)."""
+    scope = hashlib.sha256(os.fsencode(registry.path.resolve())).hexdigest()[:16]
+    return f"\0termal-tui/{scope}/{session_id}".encode()
+
+
+def nudge(registry: Registry, session_id: str) -> None:
+    """Tell a session's channel server to look now (best effort: it also polls)."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.setblocking(False)
+        sock.sendto(b"!", nudge_address(registry, session_id))
+
+
 def channel_meta(wake: UnreadWakeup) -> dict[str, str]:
     """``meta`` of a channel event: identifier keys and string values (Claude Code's rule)."""
     return {
@@ -79,6 +95,8 @@ class ChannelWatcher:
     Polls SQLite's ``data_version`` (a pragma on an open connection: no file read when
     nothing changed) every ``interval`` seconds and runs a pass when another connection
     has committed, when the agent engaged with a mailbox, and every ``rescan`` seconds.
+    A sender nudges it (:func:`nudge`, a datagram on a Linux abstract socket) right
+    after committing, so a wake does not wait for the next poll.
     The first pass is the boot pass over every unread inbound mailbox. Never more than
     one pending wake per mailbox: after a push, that mailbox is skipped until the agent
     reads or acknowledges it (``engaged``), and a new wake is pushed only for a
@@ -99,8 +117,30 @@ class ChannelWatcher:
         await asyncio.to_thread(self.registry.mark_engaged, self.session_id, mailbox_id, through)
         self._dirty.set()
 
+    def _listen(self) -> socket.socket | None:
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        except (OSError, AttributeError):
+            return None
+        try:
+            sock.bind(nudge_address(self.registry, self.session_id))
+            sock.setblocking(False)
+        except OSError:  # not Linux, or another server for this session listens: poll only
+            sock.close()
+            return None
+
+        def readable() -> None:
+            with contextlib.suppress(OSError):
+                while sock.recv(64):
+                    pass
+            self._dirty.set()
+
+        asyncio.get_running_loop().add_reader(sock.fileno(), readable)
+        return sock
+
     async def run(self) -> None:
         pid = os.getpid()
+        listener = self._listen()
         await asyncio.to_thread(self.registry.clear_wake_marks, self.session_id)
         await asyncio.to_thread(self.registry.heartbeat, self.session_id, pid)
         last_beat = time.monotonic()
@@ -133,6 +173,9 @@ class ChannelWatcher:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._dirty.wait(), self.interval)
         finally:
+            if listener is not None:
+                asyncio.get_running_loop().remove_reader(listener.fileno())
+                listener.close()
             # Synchronous on purpose: this runs while being cancelled.
             with contextlib.suppress(StoreError):
                 self.registry.heartbeat(self.session_id, None)

@@ -1,0 +1,105 @@
+"""The README's agent configurations, copied as a user would and run for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+README = Path(__file__).parents[1] / "README.md"
+BIN = Path(sys.executable).parent
+SIX = {
+    "termal_send_to_session",
+    "termal_list_sessions",
+    "termal_list_mailboxes",
+    "termal_read_mailbox",
+    "termal_read_mailbox_message",
+    "termal_acknowledge_mailbox",
+}
+
+
+def documented(name: str) -> str:
+    """The fenced block that follows ``<!-- file: NAME -->`` in the README."""
+    match = re.search(
+        rf"<!-- file: {re.escape(name)} -->\s*```\w*\n(.*?)```", README.read_text(), re.S
+    )
+    assert match, f"README has no block for {name}"
+    return match.group(1)
+
+
+def environment(home: Path) -> dict[str, str]:
+    return {"TERMAL_HOME": str(home), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+async def serve_and_list(command: str, args: list[str], home: Path) -> tuple[set[str], Any]:
+    executable = str(BIN / command) if command == "termal-tui" else command
+    params = StdioServerParameters(command=executable, args=args, env=environment(home))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        info = await client.initialize()
+        tools = await client.list_tools()
+        return {t.name for t in tools.tools}, info.capabilities.experimental
+
+
+async def test_the_claude_code_mcp_json_serves_the_six_tools_with_a_channel(tmp_path: Path):
+    (server,) = json.loads(documented(".mcp.json"))["mcpServers"].values()
+    names, experimental = await serve_and_list(server["command"], server["args"], tmp_path)
+    assert names == SIX
+    assert experimental == {"claude/channel": {}}
+
+
+async def test_the_codex_config_toml_serves_the_six_tools(tmp_path: Path):
+    server = tomllib.loads(documented("config.toml"))["mcp_servers"]["termal"]
+    names, experimental = await serve_and_list(server["command"], server["args"], tmp_path)
+    assert names == SIX
+    assert not experimental  # no channel for Codex: its wakes come from the tools or hooks
+
+
+def run_hook(command: str, home: Path, payload: dict[str, Any]) -> dict[str, Any] | None:
+    done = subprocess.run(
+        shlex.split(command),
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=environment(home),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def test_the_claude_code_hook_settings_produce_claude_codes_shapes(tmp_path: Path):
+    hooks = json.loads(documented(".claude/settings.json"))["hooks"]
+    command = {event: entries[0]["hooks"][0]["command"] for event, entries in hooks.items()}
+    cli = str(BIN / "termal-tui")
+    env = environment(tmp_path)
+    for argv in (["session", "add", "planner"], ["session", "add", "coder"]):
+        subprocess.run([cli, *argv], env=env, check=True, capture_output=True)
+
+    def send(body: str) -> None:
+        subprocess.run(
+            [cli, "send", "--as", "coder", "planner", body], env=env, check=True, capture_output=True
+        )
+
+    assert run_hook(command["SessionStart"], tmp_path, {"hook_event_name": "SessionStart"}) is None
+    send("tests are green")
+    start = run_hook(command["SessionStart"], tmp_path, {"hook_event_name": "SessionStart"})
+    assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "tests are green" not in json.dumps(start)  # metadata only
+    send("one more thing")
+    prompt = run_hook(command["UserPromptSubmit"], tmp_path, {"prompt": "go on"})
+    assert prompt["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "[TermAl mailbox notification]" in prompt["hookSpecificOutput"]["additionalContext"]
+    send("while you work")
+    stop = run_hook(command["Stop"], tmp_path, {"stop_hook_active": False})
+    assert stop["decision"] == "block" and "#3 from coder" in stop["reason"]
+    assert run_hook(command["Stop"], tmp_path, {"stop_hook_active": True}) is None
