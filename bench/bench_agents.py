@@ -96,7 +96,9 @@ async def run(calls: int, wakes: int) -> None:
             )
             if not mailbox:
                 mailbox = receipt.content[0].text.split('"mailboxId": "')[1].split('"')[0]
-        carol_tools = StdioServerParameters(command=EXE, args=["mcp", "--session", "carol", str(db)])
+        carol_tools = StdioServerParameters(
+            command=EXE, args=["mcp", "--session", "carol", str(db)]
+        )
         async with stdio_client(carol_tools) as (cr, cw), ClientSession(cr, cw) as carol:
             await carol.initialize()
             for n in range(calls):
@@ -111,7 +113,11 @@ async def run(calls: int, wakes: int) -> None:
                     via["ack"],
                     lambda n=n: carol.call_tool(
                         "termal_acknowledge_mailbox",
-                        {"mailboxId": mailbox, "expectedProcessedThrough": n, "processedThrough": n + 1},
+                        {
+                            "mailboxId": mailbox,
+                            "expectedProcessedThrough": n,
+                            "processedThrough": n + 1,
+                        },
                     ),
                 )
         # Direct store calls on the same file: alice → dave.
@@ -165,7 +171,9 @@ async def run(calls: int, wakes: int) -> None:
     for op in ("send", "read", "ack"):
         v_med, v_p99 = summary(via[op])
         d_med, d_p99 = summary(direct[op])
-        print(f"{op:<6}{v_med:>14.2f}{v_p99:>9.2f}{d_med:>15.2f}{d_p99:>9.2f}{v_med / d_med:>7.1f}x")
+        print(
+            f"{op:<6}{v_med:>14.2f}{v_p99:>9.2f}{d_med:>15.2f}{d_p99:>9.2f}{v_med / d_med:>7.1f}x"
+        )
     w_med, w_p99 = summary(wake_ms)
     print(f"send → channel event ({wakes} wakes): median {w_med:.1f} ms, p99 {w_p99:.1f} ms")
 

@@ -87,7 +87,10 @@ def test_the_claude_code_hook_settings_produce_claude_codes_shapes(tmp_path: Pat
 
     def send(body: str) -> None:
         subprocess.run(
-            [cli, "send", "--as", "coder", "planner", body], env=env, check=True, capture_output=True
+            [cli, "send", "--as", "coder", "planner", body],
+            env=env,
+            check=True,
+            capture_output=True,
         )
 
     assert run_hook(command["SessionStart"], tmp_path, {"hook_event_name": "SessionStart"}) is None

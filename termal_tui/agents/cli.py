@@ -291,15 +291,15 @@ async def _ls(args: argparse.Namespace, tools: AgentTools) -> int:
         )
         rows.append(
             [
-                summary["id"],
                 peers,
-                str(summary["latestSequence"]),
-                str(mine["processedThrough"]),
                 str(summary["unreadCount"]),
+                str(mine["processedThrough"]),
+                str(summary["latestSequence"]),
                 summary.get("latestMessagePreview") or "",
+                summary["id"],
             ]
         )
-    _table(["mailbox", "with", "latest", "yours", "unread", "preview"], rows, "no mailboxes yet")
+    _table(["with", "unread", "yours", "latest", "preview", "mailbox"], rows, "no mailboxes yet")
     return EXIT_OK
 
 
@@ -333,7 +333,7 @@ async def _read(args: argparse.Namespace, tools: AgentTools) -> int:
             "processed"
             if m["sequence"] <= cursor or m["targetSessionId"] != tools.session_id
             else "unread",
-            visible(m["body"]),
+            m["body"],
         ]
         for m in result["messages"]
     ]
@@ -408,7 +408,8 @@ async def _wake(args: argparse.Namespace, path: Path, registry: Registry) -> int
         if args.json:
             _print_flushed(json.dumps({"prompt": prompt}, ensure_ascii=False) + "\n")
         else:
-            _print_flushed(("" if first[0] else "\n") + prompt + "\n")
+            # Names in a prompt come from the database: never raw escapes on a terminal.
+            _print_flushed(("" if first[0] else "\n") + visible(prompt) + "\n")
         first[0] = False
 
     await _wake_prompts(path, registry, args.session, args.boot, emit)
@@ -514,7 +515,11 @@ def _mcp(args: argparse.Namespace, path: Path) -> int:
 
 
 def _table(headers: list[str], rows: list[list[str]], empty: str) -> None:
-    """A rich table; every cell is plain text (agent-written content is never markup)."""
+    """A rich table; every cell is plain text (agent-written content is never markup).
+
+    Ids are never cut (they are what you copy); a ``body`` column keeps its lines with
+    control characters made visible; other cells are one visible line.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -523,7 +528,21 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> None:
     if not rows:
         console.print(Text(empty, style="dim"))
         return
-    table = Table(*headers, box=None, header_style="bold", pad_edge=False)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for index, header in enumerate(headers):
+        whole = header in ("id", "mailbox")  # folded onto more lines, never cut
+        table.add_column(
+            header,
+            overflow="fold" if whole or header == "body" else "ellipsis",
+            no_wrap=not whole and header != "body",
+            min_width=len(header),
+            max_width=max(len(row[index]) for row in rows) if whole else None,
+        )
     for row in rows:
-        table.add_row(*(Text(visible_line(cell, 400)) for cell in row))
+        table.add_row(
+            *(
+                Text(visible(cell) if header == "body" else visible_line(cell, 400))
+                for header, cell in zip(headers, row, strict=True)
+            )
+        )
     console.print(table)
