@@ -90,13 +90,24 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         await settle(app, pilot)
         assert view.messages[0].sequence == 141  # at the top: shown at once
         assert view.query_one(ThreadHeader).state == "live"
+        assert view.thread.highlighted == 0  # still following the top
+        # A cursor that moves with the next arrival (a divider changes too): still shown.
+        receipt = await append(demo, "and acknowledged", sender="session-1", target="session-2")
+        async with open_writer(demo) as writer:
+            (summary,) = [s for s in await writer.list_mailboxes("session-2") if s.id == target]
+            cursor = summary.participant("session-2").processed_through
+            await writer.acknowledge("session-2", target, cursor, receipt.sequence)
+        await pilot.pause(WAIT)
+        await settle(app, pilot)
+        assert view.messages[0].sequence == 142 and not view.pending
+        assert view.thread.highlighted == 0
         # Reading further down: announced instead, the reader's row kept.
         view.thread.highlighted = 6
         await pilot.pause()
         await append(demo, "second while reading")
         await pilot.pause(WAIT)
         await settle(app, pilot)
-        assert [m.sequence for m in view.pending] == [142] and view.thread.highlighted == 6
+        assert [m.sequence for m in view.pending] == [143] and view.thread.highlighted == 6
         assert "▲ 1 new message above — press n to show" in screen_text(app)
 
 

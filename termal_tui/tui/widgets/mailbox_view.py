@@ -482,7 +482,11 @@ class MailboxView(Vertical):
             if event.rows or event.more:
                 self.model.add_newer(event.rows, event.more, cap=MAX_REFRESH_ROWS)
             if self.model.pending and self._reader_at_top():
+                # Watching the top: follow it (the newest row stays highlighted, so the
+                # next arrival is shown at once too, not announced).
                 self.show_new()
+                if self.thread.option_count:
+                    self.thread.highlighted = 0
         self._mark_live()
 
     @on(JumpLoaded)
