@@ -52,7 +52,34 @@ async def timed(samples: list[float], work: Callable[[], Awaitable[Any]]) -> Any
     return result
 
 
-async def run(calls: int, wakes: int) -> None:
+def _server_pid(db: Path, session: str) -> int:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(db).encode() in argv and session.encode() in argv and b"mcp" in argv:
+                return int(entry.name)
+    raise SystemExit(f"no server process for {session}")
+
+
+async def idle_cpu_percent(db: Path, session: str, seconds: float) -> float:
+    """CPU of a connected, idle channel server (Linux /proc: user + system time)."""
+    stat = Path(f"/proc/{_server_pid(db, session)}/stat")
+
+    def ticks() -> int:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    import os
+
+    before = ticks()
+    await asyncio.sleep(seconds)
+    return (ticks() - before) / os.sysconf("SC_CLK_TCK") / seconds * 100
+
+
+async def run(calls: int, wakes: int, idle_seconds: float) -> None:
     directory = Path(tempfile.mkdtemp(prefix="termal-bench-agents-"))
     db = directory / "coordination.sqlite"
     registry = Registry.beside(db)
@@ -84,6 +111,10 @@ async def run(calls: int, wakes: int) -> None:
         await alice.initialize()
         await bob.initialize()
         await asyncio.sleep(0.5)  # bob's channel watcher is up
+        idle_cpu = await idle_cpu_percent(db, "bob", seconds=idle_seconds)
+        pings: list[float] = []
+        for _ in range(calls):
+            await timed(pings, alice.send_ping)
         # Through the server: alice → carol (no channel, so no wake wait in the send).
         mailbox = ""
         for n in range(calls):
@@ -174,16 +205,20 @@ async def run(calls: int, wakes: int) -> None:
         print(
             f"{op:<6}{v_med:>14.2f}{v_p99:>9.2f}{d_med:>15.2f}{d_p99:>9.2f}{v_med / d_med:>7.1f}x"
         )
+    p_med, p_p99 = summary(pings)
+    print(f"{'ping':<6}{p_med:>14.2f}{p_p99:>9.2f}   (the stdio transport and SDK alone)")
     w_med, w_p99 = summary(wake_ms)
     print(f"send → channel event ({wakes} wakes): median {w_med:.1f} ms, p99 {w_p99:.1f} ms")
+    print(f"idle channel server CPU over {idle_seconds:.0f} s: {idle_cpu:.2f}%")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--wakes", type=int, default=40)
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle CPU sampling")
     args = parser.parse_args()
-    asyncio.run(run(args.calls, args.wakes))
+    asyncio.run(run(args.calls, args.wakes, args.idle))
 
 
 if __name__ == "__main__":
