@@ -40,3 +40,13 @@ def test_reader_has_no_method_that_writes():
     source = inspect.getsource(sys.modules[MailboxReader.__module__]) + inspect.getsource(queries)
     for verb in ("INSERT", "UPDATE", "DELETE", "ALTER", "CREATE", "REPLACE", "COMMIT"):
         assert not re.search(rf"\b{verb}\b", source.upper()), verb
+
+
+def test_the_agents_layer_is_headless_and_the_viewer_never_loads_it():
+    agents = _loaded_after(
+        "import termal_tui.agents.registry, termal_tui.agents.tools, termal_tui.agents.wake, "
+        "termal_tui.agents.cli"
+    )
+    assert not {m for m in agents if m.split(".")[0] in {"textual", "rich", "mcp"}}
+    viewer = _loaded_after("import termal_tui.tui.app, termal_tui.cli")
+    assert not {m for m in viewer if m.startswith("termal_tui.agents")}
