@@ -444,7 +444,7 @@ async def test_duplicate_of_a_stuck_finalization_fails_retryable_then_resolves(d
 
 
 async def test_an_existing_state_directory_is_restricted_on_every_open(tmp_path):
-    directory = tmp_path / "state"
+    directory = tmp_path / ".termal"
     directory.mkdir(mode=0o755)
     directory.chmod(0o755)
     async with open_writer(directory / "coordination.sqlite"):
@@ -454,6 +454,54 @@ async def test_an_existing_state_directory_is_restricted_on_every_open(tmp_path)
     async with open_writer(directory / "coordination.sqlite"):
         pass
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+async def test_termal_home_is_a_state_directory_too(tmp_path, monkeypatch):
+    directory = tmp_path / "home"
+    directory.mkdir(mode=0o755)
+    directory.chmod(0o755)
+    monkeypatch.setenv("TERMAL_HOME", str(directory))
+    async with open_writer(directory / "coordination.sqlite"):
+        pass
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+async def test_any_other_existing_directory_is_left_as_it_is(tmp_path, monkeypatch):
+    monkeypatch.delenv("TERMAL_HOME", raising=False)
+    directory = tmp_path / "shared"
+    directory.mkdir()
+    directory.chmod(0o755)
+    async with open_writer(directory / "coordination.sqlite"):
+        pass
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o755
+    assert stat.S_IMODE((directory / "coordination.sqlite").stat().st_mode) == 0o600  # ours
+
+
+@pytest.mark.parametrize("kind", ["text file", "foreign SQLite database"])
+async def test_a_file_that_is_not_a_coordination_database_is_refused_untouched(
+    tmp_path, monkeypatch, kind
+):
+    monkeypatch.delenv("TERMAL_HOME", raising=False)
+    directory = tmp_path / "etc"
+    directory.mkdir()
+    directory.chmod(0o755)
+    path = directory / "passwd"
+    if kind == "text file":
+        path.write_text("root:x:0:0:root:/root:/bin/bash\n" * 20)
+    else:
+        with sqlite3.connect(path) as other:
+            other.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT)")
+            other.execute("INSERT INTO notes(text) VALUES ('keep me')")
+        other.close()
+    path.chmod(0o644)
+    before = path.read_bytes()
+    with pytest.raises(SchemaError, match=r"not a SQLite database|not a TermAl coordination"):
+        async with open_writer(path):
+            pass
+    assert path.read_bytes() == before
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o755
+    assert sorted(p.name for p in directory.iterdir()) == ["passwd"]  # no -wal, no -shm
 
 
 async def test_a_full_disk_is_a_typed_error_and_the_file_stays_intact(writer, db_path):

@@ -212,11 +212,29 @@ def harden_files(path: Path) -> None:
             _hardening_failure(f"cannot restrict permissions of {candidate}: {error}.")
 
 
+def is_state_directory(directory: Path) -> bool:
+    """TermAl's own state directory (``~/.termal`` or ``$TERMAL_HOME``): the one it hardens."""
+    if directory.name == ".termal":
+        return True
+    home = os.environ.get("TERMAL_HOME")
+    if not home:
+        return False
+    try:
+        return directory.resolve() == Path(home).expanduser().resolve()
+    except OSError:
+        return False
+
+
 def prepare_state_dir(path: Path) -> None:
-    """Create the state directory 0700, and restrict an existing one to 0700 (as TermAl)."""
+    """Create the state directory 0700, and restrict an existing *state* directory to 0700
+    (as TermAl does with its own). Any other existing directory a path points into is
+    left exactly as it is: opening a file there must not change the directory."""
     directory = path.parent
     if not directory.exists():
         directory.mkdir(mode=0o700, parents=True)
+        return
+    if not is_state_directory(directory):
+        return
     try:
         if stat.S_IMODE(directory.stat().st_mode) != 0o700:
             directory.chmod(0o700)
@@ -224,20 +242,41 @@ def prepare_state_dir(path: Path) -> None:
         _hardening_failure(f"cannot restrict permissions of {display_path(directory)}: {error}.")
 
 
+def _refuse_foreign(db: sqlite3.Connection, path: Path) -> None:
+    """An existing SQLite file with tables, none of them TermAl's: refuse before any write
+    (no WAL switch, no tables added, no chmod)."""
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if tables and not tables & {"meta", "mailboxes", "mailbox_participants", "mailbox_messages"}:
+        raise SchemaError(
+            f"{display_path(path)} is a SQLite database but not a TermAl coordination "
+            "database; nothing was changed"
+        )
+
+
 async def connect_read_write(
     path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> aiosqlite.Connection:
-    """TermAl's connection setup: busy timeout, WAL, synchronous=NORMAL, foreign keys."""
-    prepare_state_dir(path)
-    harden_files(path)
-    if path.exists():
+    """TermAl's connection setup: busy timeout, WAL, synchronous=NORMAL, foreign keys.
+
+    What is there is checked before anything is changed: a symlink, a FIFO, a file that
+    is not SQLite or a SQLite database of something else is refused with its bytes, its
+    mode and its directory's mode untouched.
+    """
+    existed = path.exists() or path.is_symlink()
+    if existed:
+        if path.is_symlink():
+            _hardening_failure(f"refusing to open {path}: it is a symlink.")
         inspect_database_file(path)
+    prepare_state_dir(path)
     try:
         db = await aiosqlite.connect(os.fspath(path), isolation_level=None)
     except sqlite3.Error as error:
         raise describe_error(path, error, writing=True) from error
     try:
         await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if existed:
+            await run(db, lambda conn: _refuse_foreign(conn, path))
+        harden_files(path)
         await db.execute("PRAGMA journal_mode = WAL")
         await db.execute("PRAGMA synchronous = NORMAL")
         await db.execute("PRAGMA foreign_keys = ON")
@@ -246,6 +285,9 @@ async def connect_read_write(
         if is_busy(error):
             raise RetryableError(busy_message("opening the coordination store")) from error
         raise describe_error(path, error, writing=True) from error
+    except BaseException:
+        await db.close()
+        raise
     harden_files(path)
     return db
 
