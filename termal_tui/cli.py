@@ -38,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="termal-tui",
         description="A read-only terminal viewer for TermAl agent mailboxes. "
         "`termal-tui doctor [DB] [--json]` reports stuck hand-offs for scripts; "
-        "`termal-tui export [DB] --mailbox ID` writes messages as JSONL or Markdown.",
+        "`termal-tui export [DB] --mailbox ID` writes messages as JSONL or Markdown. "
+        "For agents: `termal-tui session add|list|rm`, `termal-tui mcp --session NAME` (a stdio "
+        "MCP server with TermAl's mailbox tools), `termal-tui wake|hook`, and "
+        "`termal-tui send|ls|read|ack --as NAME` (each has -h).",
     )
     parser.add_argument(
         "db",

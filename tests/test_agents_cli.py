@@ -213,3 +213,25 @@ def test_mcp_without_the_sdk_says_how_to_install_it(run, monkeypatch: pytest.Mon
     monkeypatch.setattr(builtins, "__import__", no_mcp)
     code, _, err = run("mcp", "--session", "alice")
     assert code != 0 and "pip install 'termal-tui[mcp]'" in err
+
+
+def test_a_wrong_database_path_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    directory = tmp_path / "docs"
+    directory.mkdir()
+    directory.chmod(0o755)
+    notes = directory / "notes.txt"
+    notes.write_text("my notes\n")
+    notes.chmod(0o644)
+    for argv in (
+        ["mcp", "--session", "alice", str(notes)],
+        ["session", "add", "alice", "--db", str(notes)],
+    ):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == EXIT_INVALID and "is not a SQLite database" in err, err
+    assert notes.read_text() == "my notes\n" and oct(notes.stat().st_mode & 0o777) == "0o644"
+    assert oct(directory.stat().st_mode & 0o777) == "0o755"
+    assert [p.name for p in directory.iterdir()] == ["notes.txt"]
+    # Reads against a registry that does not exist create nothing either.
+    code = main(["send", "--as", "alice", "bob", "hi", "--db", str(tmp_path / "none" / "c.sqlite")])
+    assert code == EXIT_NOT_FOUND and not (tmp_path / "none").exists()

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from termal_tui.agents.registry import Registry, Session
-from termal_tui.agents.tools import AgentTools, ToolError, error_result
+from termal_tui.agents.tools import AgentTools, ToolError
 from termal_tui.models import UnreadWakeup
 from termal_tui.sanitize import visible, visible_line
-from termal_tui.store.errors import StoreError
+from termal_tui.store.errors import SchemaError, StoreError
 
 T = TypeVar("T")
 
@@ -165,16 +165,28 @@ def main(argv: Sequence[str], default_db: Path) -> int:
         return _fail(str(error), error.code)
     except ToolError as error:
         return _fail(str(error), EXIT_CODES.get(error.status, EXIT_FAILED))
+    except SchemaError as error:  # the file given is not a coordination database
+        return _fail(str(error), EXIT_INVALID)
     except StoreError as error:
-        failure = error_result(error)
-        return _fail(failure.message, EXIT_CODES.get(failure.status, EXIT_FAILED))
+        return _fail(str(error), EXIT_CODES.get(error.http_status, EXIT_FAILED))
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # never a traceback: one sentence and a non-zero exit
         return _fail(f"unexpected failure ({type(error).__name__}: {error})", EXIT_FAILED)
 
 
+async def _check_database(path: Path) -> None:
+    """A database that exists must be a coordination database (read-only check), so a
+    mistyped path gets one sentence and no registry file is created beside it."""
+    if path.exists() or path.is_symlink():
+        from termal_tui.store.reader import open_reader
+
+        async with open_reader(path):
+            pass
+
+
 async def _dispatch(args: argparse.Namespace, path: Path) -> int:
+    await _check_database(path)
     registry = Registry.beside(path, busy_timeout=busy_timeout())
     if args.command == "session":
         return await _session(args, path, registry)

@@ -110,12 +110,12 @@ def build_server(tools: AgentTools, *, channel: bool, on_initialized: Any = None
 async def serve(options: ServerOptions) -> None:
     """Serve one agent over stdio until its client disconnects."""
     registry = Registry.beside(options.db_path, busy_timeout=options.busy_timeout)
-    me = registry.ensure(options.session, agent=options.agent, workdir=os.getcwd())
-    async with open_writer(
+    async with open_writer(  # first: a path that is not a coordination database is refused
         options.db_path,
         deadline=min(REQUEST_DEADLINE_SECONDS, options.busy_timeout),
         busy_timeout_ms=int(options.busy_timeout * 1000),
     ) as writer:
+        me = registry.ensure(options.session, agent=options.agent, workdir=os.getcwd())
         tools = AgentTools(writer, registry, me.id, replay=ReplayPolicy())
         async with anyio.create_task_group() as background:
 

@@ -184,6 +184,16 @@ class Registry:
 
     @contextmanager
     def _connect(self, write: bool) -> Iterator[sqlite3.Connection]:
+        if not write and self._db is None and not self.path.exists():
+            # Nothing registered yet: a read answers from an empty registry and creates
+            # no file (a mistyped path must not leave one behind).
+            empty = sqlite3.connect(":memory:", isolation_level=None)
+            try:
+                empty.executescript(_SCHEMA)
+                yield empty
+            finally:
+                empty.close()
+            return
         with self._lock:
             try:
                 db = self._connection()
