@@ -189,6 +189,18 @@ async def test_read_exact_read_and_acknowledge(peers: Peers):
     assert "expectedProcessedThrough must be a non-negative integer" in str(negative.value)
 
 
+@pytest.mark.parametrize("bad", [-1, 1.0, "1", True, None])
+async def test_counts_are_json_integers_as_termals_bridge_reads_them(peers: Peers, bad: object):
+    await _send(peers.alice, "bob", "m", "k")
+    (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]
+    with pytest.raises(ToolError) as failure:
+        await peers.bob.call(
+            "termal_read_mailbox", {"mailboxId": mailbox["id"], "afterSequence": bad}
+        )
+    assert failure.value.status == 400
+    assert "afterSequence must be a non-negative integer" in str(failure.value)
+
+
 async def test_reading_never_moves_a_cursor(peers: Peers):
     await _send(peers.alice, "bob", "m", "k")
     (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]

@@ -150,10 +150,8 @@ def count_argument(arguments: Mapping[str, Any], label: str, default: int | None
     value = arguments.get(label)
     if value is None and default is not None and label not in arguments:
         return default
+    # As serde's ``as_u64``: a JSON integer only (not 3.0, not "3", not true).
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        # JSON numbers like 3.0 are integers to serde's as_u64 only when exact.
-        if isinstance(value, float) and value.is_integer() and value >= 0:
-            return int(value)
         raise ToolError(400, f"{label} must be a non-negative integer")
     return value
 
