@@ -175,3 +175,30 @@ async def test_a_sender_nudges_the_channel_server_instead_of_waiting_for_its_pol
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_more_mailboxes_than_one_pass_covers_are_all_woken_promptly(setup):
+    registry, alice, bob_id, bobs = setup
+    pushes: list[UnreadWakeup] = []
+
+    async def push(wake: UnreadWakeup, _prompt: str) -> None:
+        pushes.append(wake)
+
+    watcher = ChannelWatcher(bobs, registry, bob_id, push, interval=0.05, rescan=60.0)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await asyncio.sleep(0.1)  # boot pass done: nothing yet
+        for n in range(20):  # twenty peers, one mailbox each, written between two polls
+            await alice.writer.append(
+                sender_session_id=f"session-peer{n}",
+                sender_name=f"peer{n}",
+                target_session_id=bob_id,
+                target_name="bob",
+                body="m",
+                idempotency_key=f"k{n}",
+            )
+        await asyncio.sleep(0.5)
+        assert len({w.mailbox_id for w in pushes}) == 20  # beyond the 16 of one pass
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -13,7 +13,6 @@ processes share the file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import threading
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from termal_tui.store.connection import prepare_state_dir
+from termal_tui.store.connection import harden_files, prepare_state_dir
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -176,9 +175,12 @@ class Registry:
                 ) from error
             try:
                 self._ensure(db)
+                # WAL with NORMAL: a heartbeat a second costs no fsync.
+                db.execute("PRAGMA synchronous = NORMAL")
             except BaseException:
                 db.close()
                 raise
+            harden_files(self.path)
             self._db = db
         return self._db
 
@@ -239,8 +241,6 @@ class Registry:
             db.executescript(
                 f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {REGISTRY_VERSION};COMMIT;"
             )
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, 0o600)
 
     # ------------------------------------------------------------ sessions
 

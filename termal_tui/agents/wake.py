@@ -23,6 +23,7 @@ from termal_tui.agents.registry import Registry
 from termal_tui.models import UnreadWakeup
 from termal_tui.presentation import wake_prompt
 from termal_tui.store.errors import StoreError
+from termal_tui.store.formats import NEVER_WOKEN_PASS_CAP
 from termal_tui.store.writer import MailboxWriter
 
 T = TypeVar("T")
@@ -184,7 +185,10 @@ class ChannelWatcher:
         """One pass; True when some wake could not be written (retry as a boot pass)."""
         marks = await asyncio.to_thread(self.registry.wake_marks, self.session_id)
 
+        seen_candidates = [0]
+
         def skip(wake: UnreadWakeup) -> bool:
+            seen_candidates[0] += 1
             pending, seen = marks.get(wake.mailbox_id, (False, 0))
             return pending or wake.sequence <= seen
 
@@ -199,6 +203,8 @@ class ChannelWatcher:
             self.writer, self.session_id, emit, boot=boot, skip=skip, failed=failed
         )
         self.pushed.extend(delivered)
+        if not boot and seen_candidates[0] >= NEVER_WOKEN_PASS_CAP:
+            self._dirty.set()  # a full pass: more mailboxes may wait beyond the cap
         return bool(failed)
 
     @staticmethod
