@@ -404,3 +404,18 @@ async def test_unknown_tool_is_a_validation_error(peers: Peers):
     with pytest.raises(ToolError) as failure:
         await peers.alice.call("termal_spawn_session", {})
     assert failure.value.status == 400
+
+
+async def test_concurrent_tool_calls_share_one_writer_safely(peers: Peers):
+    """An agent may issue tool calls in parallel; the server serves them on one writer."""
+    sends = [_send(peers.alice, "bob", f"m{n % 20}", f"k{n % 20}") for n in range(40)]
+    reads = [peers.bob.call("termal_list_mailboxes", {}) for _ in range(10)]
+    results = await asyncio.gather(*sends, *reads)
+    receipts = results[:40]
+    assert sorted({r["sequence"] for r in receipts}) == list(range(1, 21))  # dense, no gaps
+    by_key = {}
+    for n, receipt in enumerate(receipts):
+        by_key.setdefault(n % 20, set()).add(receipt["messageId"])
+    assert all(len(ids) == 1 for ids in by_key.values())  # a retried key is one message
+    assert sum(not r["duplicate"] for r in receipts) == 20
+    assert rows(peers.writer.path, "SELECT COUNT(*) FROM mailbox_messages") == [(20,)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import socket
 import time
@@ -27,6 +28,7 @@ from termal_tui.store.formats import NEVER_WOKEN_PASS_CAP
 from termal_tui.store.writer import MailboxWriter
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 # A wake is delivered only if this returns normally (it raises when nothing was written).
 Emit = Callable[[UnreadWakeup, str], Awaitable[None]]
@@ -142,13 +144,13 @@ class ChannelWatcher:
     async def run(self) -> None:
         pid = os.getpid()
         listener = self._listen()
-        await asyncio.to_thread(self.registry.clear_wake_marks, self.session_id)
-        await asyncio.to_thread(self.registry.heartbeat, self.session_id, pid)
         last_beat = time.monotonic()
         last_scan = 0.0
         version: int | None = None
         boot = True
         try:
+            await self._quietly(asyncio.to_thread(self.registry.clear_wake_marks, self.session_id))
+            await self._quietly(asyncio.to_thread(self.registry.heartbeat, self.session_id, pid))
             while True:
                 now = time.monotonic()
                 if now - last_beat >= self.heartbeat:
@@ -209,8 +211,12 @@ class ChannelWatcher:
 
     @staticmethod
     async def _quietly(work: Awaitable[T]) -> T | None:
-        """A busy or failing store skips this tick; the next one tries again."""
+        """A busy or failing store skips this tick; the next one tries again. The watcher
+        never takes the server down: the tools keep working without wakes."""
         try:
             return await work
         except StoreError:
+            return None
+        except Exception:  # a bug here must not end the agent's session
+            logger.exception("channel watcher: this tick failed; the next one tries again")
             return None
