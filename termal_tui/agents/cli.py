@@ -82,8 +82,18 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="PATH", help="coordination database")
 
 
+EXIT_HELP = (
+    "exit codes: 0 done; 1 invalid request (400) or not a coordination database; 2 bad "
+    "command line; 3 not found (404); 4 conflict (409: key reused for other content, stale "
+    "cursor); 5 busy (503: nothing committed, run it again); 6 outcome unknown (run the exact "
+    "same command again); 7 storage or internal failure"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="termal-tui", description="Durable agent mailboxes.")
+    parser = argparse.ArgumentParser(
+        prog="termal-tui", description="Durable agent mailboxes.", epilog=EXIT_HELP
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     session = sub.add_parser("session", help="the session registry")
@@ -123,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("--session", required=True, metavar="NAME")
     _add_db(hook)
 
-    send = sub.add_parser("send", help="send a message")
+    send = sub.add_parser("send", epilog=EXIT_HELP, help="send a message")
     send.add_argument("--as", dest="as_", required=True, metavar="NAME")
     send.add_argument("target", help="peer session name or id")
     send.add_argument("body", help="message text (- reads standard input)")
@@ -132,12 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("--json", action="store_true")
     _add_db(send)
 
-    ls = sub.add_parser("ls", help="list your mailboxes")
+    ls = sub.add_parser("ls", epilog=EXIT_HELP, help="list your mailboxes")
     ls.add_argument("--as", dest="as_", required=True, metavar="NAME")
     ls.add_argument("--json", action="store_true")
     _add_db(ls)
 
-    read = sub.add_parser("read", help="read a mailbox (never moves your cursor)")
+    read = sub.add_parser("read", epilog=EXIT_HELP, help="read a mailbox (never moves your cursor)")
     read.add_argument("--as", dest="as_", required=True, metavar="NAME")
     read.add_argument("mailbox", help="mailbox id, or the peer's name or id")
     read.add_argument("--after", type=int, default=None, help="after this sequence")
@@ -145,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--json", action="store_true")
     _add_db(read)
 
-    ack = sub.add_parser("ack", help="acknowledge through a sequence (compare-and-set)")
+    ack = sub.add_parser(
+        "ack", epilog=EXIT_HELP, help="acknowledge through a sequence (compare-and-set)"
+    )
     ack.add_argument("--as", dest="as_", required=True, metavar="NAME")
     ack.add_argument("mailbox", help="mailbox id, or the peer's name or id")
     ack.add_argument("sequence", type=int)
