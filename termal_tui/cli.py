@@ -14,10 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from termal_tui import __version__
-from termal_tui.doctor import add_threshold_flags, seconds_arg, thresholds_from
 from termal_tui.sanitize import quote, visible_line
 from termal_tui.store.errors import NotFoundError, RetryableError, StoreError
-from termal_tui.store.reader import open_reader
 
 AGENT_COMMANDS = ("session", "mcp", "wake", "hook", "send", "ls", "read", "ack")
 EXIT_USAGE = 2
@@ -30,10 +28,11 @@ def default_db_path() -> Path:
     return base / "coordination.sqlite"
 
 
-_interval = seconds_arg("the interval must be 0 (off) or a positive number")
-
-
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here: agent commands (hooks run on every prompt) never pay for them.
+    from termal_tui.doctor import add_threshold_flags, seconds_arg
+
+    interval = seconds_arg("the interval must be 0 (off) or a positive number")
     parser = argparse.ArgumentParser(
         prog="termal-tui",
         description="A read-only terminal viewer for TermAl agent mailboxes. "
@@ -55,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--interval",
         metavar="SECONDS",
-        type=_interval,
+        type=interval,
         default=8.0,
         help="live refresh interval in seconds (0 turns polling off; default 8)",
     )
@@ -65,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _validate(path: Path, mailbox: str | None, session: str | None) -> None:
+    from termal_tui.store.reader import open_reader
+
     async with open_reader(path) as reader:
         if session is not None and session not in await reader.session_ids():
             raise NotFoundError(f"no mailbox participant has session id {quote(session)}.")
@@ -121,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
         except StoreError as error:
             return _fail(str(error).rstrip(".") + ".")
+        from termal_tui.doctor import thresholds_from
         from termal_tui.tui.app import make_app
 
         make_app(
