@@ -283,3 +283,43 @@ async def test_the_viewer_shows_the_conversation_they_produced(db: Path):
         assert "Step 3 done." in texts[3] and "Unread" in texts[3]
         assert "Processed" in texts[2] and "Processed" in texts[1]
     assert rows(db, "SELECT * FROM mailbox_participants") == before  # the viewer moved nothing
+
+
+def _server_pid(db: Path, session: str) -> int:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(db).encode() in argv and session.encode() in argv and b"mcp" in argv:
+                return int(entry.name)
+    raise AssertionError(f"no server process for {session}")
+
+
+async def test_a_crashed_channel_server_is_not_claimed_as_a_wake(db: Path):
+    import os
+    import signal
+
+    async with agent(db, "alice", channel=False) as alice:
+        bob_server = agent(db, "bob", channel=True)
+        await bob_server.__aenter__()
+        try:
+            await wait_for(lambda: _channel_live(db, "bob"))
+            os.kill(_server_pid(db, "bob"), signal.SIGKILL)  # no goodbye heartbeat
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            receipt = await alice.call(
+                "termal_send_to_session",
+                {"sessionId": "bob", "message": "anyone?", "idempotencyKey": "k1"},
+            )
+            elapsed = time.monotonic() - started
+        finally:
+            with contextlib.suppress(Exception):  # its client sees the pipe break
+                await bob_server.__aexit__(None, None, None)
+        assert receipt["notificationDisposition"] == "durableButNotWoken"
+        assert elapsed < 1.0  # no wait for a wake that cannot come
+        assert not _channel_live(db, "bob")
+    assert rows(db, "SELECT notification_disposition FROM mailbox_messages") == [
+        ("durableButNotWoken",)
+    ]
