@@ -235,3 +235,16 @@ def test_a_wrong_database_path_changes_nothing(tmp_path: Path, capsys: pytest.Ca
     # Reads against a registry that does not exist create nothing either.
     code = main(["send", "--as", "alice", "bob", "hi", "--db", str(tmp_path / "none" / "c.sqlite")])
     assert code == EXIT_NOT_FOUND and not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("columns", [50, 80, 120])
+def test_ids_are_whole_at_any_width(run, pair, monkeypatch: pytest.MonkeyPatch, columns: int):
+    code, out, _ = run("send", "--as", "alice", "bob", "a fairly long first message " * 3, "--json")
+    mailbox = json.loads(out)["mailboxId"]
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for argv in (("ls", "--as", "bob"), ("session", "list")):
+        code, out, _ = run(*argv)
+        assert code == EXIT_OK
+        assert all(len(line) <= columns for line in out.splitlines()), out
+    assert mailbox in run("ls", "--as", "bob")[1]  # never cut: it is what you copy
+    assert "session-" in run("session", "list")[1]

@@ -317,13 +317,13 @@ async def _ls(args: argparse.Namespace, tools: AgentTools) -> int:
             [
                 peers,
                 str(summary["unreadCount"]),
-                str(mine["processedThrough"]),
-                str(summary["latestSequence"]),
+                f"{mine['processedThrough']}/{summary['latestSequence']}",
                 summary.get("latestMessagePreview") or "",
                 summary["id"],
             ]
         )
-    _table(["with", "unread", "yours", "latest", "preview", "mailbox"], rows, "no mailboxes yet")
+    # cursor: your processedThrough / the latest sequence
+    _table(["with", "unread", "cursor", "preview", "mailbox"], rows, "no mailboxes yet")
     return EXIT_OK
 
 
@@ -542,7 +542,9 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> None:
     """A rich table; every cell is plain text (agent-written content is never markup).
 
     Ids are never cut (they are what you copy); a ``body`` column keeps its lines with
-    control characters made visible; other cells are one visible line.
+    control characters made visible; the ``preview`` column is what gives way. When even
+    that cannot make the table fit the terminal, each row is printed as a small block of
+    ``header: value`` lines instead of a squeezed table.
     """
     from rich.console import Console
     from rich.table import Table
@@ -552,21 +554,40 @@ def _table(headers: list[str], rows: list[list[str]], empty: str) -> None:
     if not rows:
         console.print(Text(empty, style="dim"))
         return
+    cells = [
+        [
+            visible(cell) if header == "body" else visible_line(cell, 400)
+            for header, cell in zip(headers, row, strict=True)
+        ]
+        for row in rows
+    ]
+    flexible = {"preview", "body"}
+    fixed = sum(
+        max(len(header), *(len(row[i]) for row in cells))
+        for i, header in enumerate(headers)
+        if header not in flexible
+    )
+    if fixed + 2 * (len(headers) - 1) + 10 * len(flexible & set(headers)) > console.width:
+        width = max(len(header) for header in headers)
+        for number, row in enumerate(cells):
+            if number:
+                console.print()
+            for header, cell in zip(headers, row, strict=True):
+                line = Text(f"{header:>{width}}  ", style="bold")
+                line.append(cell.replace("\n", "\n" + " " * (width + 2)))
+                console.print(line, overflow="fold")
+        return
     table = Table(box=None, header_style="bold", pad_edge=False)
+    room = console.width - fixed - 2 * (len(headers) - 1)  # what the flexible column gets
     for index, header in enumerate(headers):
-        whole = header in ("id", "mailbox")  # folded onto more lines, never cut
+        widest = max(len(header), *(len(row[index]) for row in cells))
         table.add_column(
             header,
-            overflow="fold" if whole or header == "body" else "ellipsis",
-            no_wrap=not whole and header != "body",
-            min_width=len(header),
-            max_width=max(len(row[index]) for row in rows) if whole else None,
+            overflow="fold" if header == "body" else "ellipsis",
+            no_wrap=header != "body",
+            width=None if header in flexible else widest,
+            max_width=max(len(header), room) if header in flexible else None,
         )
-    for row in rows:
-        table.add_row(
-            *(
-                Text(visible(cell) if header == "body" else visible_line(cell, 400))
-                for header, cell in zip(headers, row, strict=True)
-            )
-        )
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))
     console.print(table)
