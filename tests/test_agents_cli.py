@@ -60,6 +60,16 @@ def test_session_add_list_rm(run, db_path: Path):
     assert not db_path.exists()  # nothing to leave: the coordination file is not created
 
 
+def test_session_list_counts_each_sessions_unread_mail(run, pair):
+    run("send", "--as", "alice", "bob", "one")
+    run("send", "--as", "alice", "bob", "two")
+    listed = {s["name"]: s["unreadCount"] for s in json.loads(run("session", "list", "--json")[1])}
+    assert listed == {"alice": 0, "bob": 2}
+    run("ack", "--as", "bob", "alice", "1")
+    listed = {s["name"]: s["unreadCount"] for s in json.loads(run("session", "list", "--json")[1])}
+    assert listed == {"alice": 0, "bob": 1}
+
+
 def test_session_rm_marks_its_mailboxes_left(run, pair, db_path: Path):
     run("send", "--as", "alice", "bob", "hello")
     code, out, _ = run("session", "rm", "bob")

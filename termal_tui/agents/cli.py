@@ -245,22 +245,39 @@ async def _session(args: argparse.Namespace, path: Path, registry: Registry) -> 
         print(f"removed {session.name} ({session.id}); left {departed} mailbox(es)")
         return EXIT_OK
     sessions = await asyncio.to_thread(registry.list, args.all)
+    unread = await _unread_by_session(path, [s.id for s in sessions])
     if args.json:
-        print(json.dumps([_session_json(s) for s in sessions], indent=2, ensure_ascii=False))
+        documents = [_session_json(s) | {"unreadCount": unread.get(s.id, 0)} for s in sessions]
+        print(json.dumps(documents, indent=2, ensure_ascii=False))
         return EXIT_OK
     rows = [
         [
             s.name,
             s.id,
             s.status,
+            str(unread.get(s.id, 0)),
             "connected" if s.channel_connected() else "",
             s.agent or "",
             s.created_at[:19].replace("T", " "),
         ]
         for s in sessions
     ]
-    _table(["name", "id", "status", "channel", "agent", "created"], rows, "no sessions yet")
+    headers = ["name", "id", "status", "unread", "channel", "agent", "created"]
+    _table(headers, rows, "no sessions yet")
     return EXIT_OK
+
+
+async def _unread_by_session(path: Path, session_ids: list[str]) -> dict[str, int]:
+    """Inbound mail each session has not processed (read-only; none without a database)."""
+    if not path.exists() or not session_ids:
+        return {}
+    from termal_tui.store.reader import open_reader
+
+    async with open_reader(path) as reader:
+        return {
+            session_id: sum(m.unread_count for m in await reader.list_mailboxes(session_id))
+            for session_id in session_ids
+        }
 
 
 def _session_json(session: Session) -> dict[str, Any]:
