@@ -85,7 +85,7 @@ async def run(calls: int, wakes: int, idle_seconds: float) -> None:
     registry = Registry.beside(db)
     for name in ("alice", "bob", "carol", "dave"):
         registry.add(name)
-    ids = {s.name: s.id for s in registry.list()}
+    ids = {s.name: s.id for s in registry.sessions()}
     events: list[float] = []
 
     async def on_channel(_params: ChannelParams) -> None:

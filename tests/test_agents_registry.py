@@ -64,15 +64,15 @@ def test_names_are_unique_case_insensitively(registry: Registry):
 def test_bad_names_are_refused_with_a_reason(registry: Registry, name: str, why: str):
     with pytest.raises(ValidationError, match=why):
         registry.add(name)
-    assert registry.list() == []
+    assert registry.sessions() == []
 
 
 def test_remove_keeps_a_tombstone_and_frees_the_name(registry: Registry):
     bob = registry.add("bob")
     removed = registry.remove("BOB")
     assert removed.id == bob.id and removed.removed_at is not None and removed.status == "removed"
-    assert registry.list() == []
-    assert [s.id for s in registry.list(include_removed=True)] == [bob.id]
+    assert registry.sessions() == []
+    assert [s.id for s in registry.sessions(include_removed=True)] == [bob.id]
     assert registry.find_removed_by_name("bob")[0].id == bob.id
     again = registry.add("bob")  # a new session, a new id
     assert again.id != bob.id
@@ -128,12 +128,12 @@ def test_a_newer_registry_is_refused(registry: Registry):
     with sqlite3.connect(registry.path) as db:
         db.execute("PRAGMA user_version = 99")
     with pytest.raises(StorageError, match="version 99"):
-        Registry(registry.path).list()
+        Registry(registry.path).sessions()
 
 
 def test_a_file_that_is_not_a_registry_is_refused(tmp_path: Path):
     path = tmp_path / REGISTRY_FILENAME
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StorageError, match="is not a termal-tui session registry"):
-        Registry(path).list()
+        Registry(path).sessions()
     assert path.read_bytes() == b"this is not sqlite" * 100

@@ -244,7 +244,7 @@ async def _session(args: argparse.Namespace, path: Path, registry: Registry) -> 
                 departed = await writer.mark_session_left(session.id)
         print(f"removed {session.name} ({session.id}); left {departed} mailbox(es)")
         return EXIT_OK
-    sessions = await asyncio.to_thread(registry.list, args.all)
+    sessions = await asyncio.to_thread(registry.sessions, args.all)
     unread = await _unread_by_session(path, [s.id for s in sessions])
     if args.json:
         documents = [_session_json(s) | {"unreadCount": unread.get(s.id, 0)} for s in sessions]

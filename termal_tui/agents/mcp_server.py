@@ -140,7 +140,9 @@ async def serve(options: ServerOptions) -> None:
                 background.start_soon(watcher.run)
 
             server = build_server(tools, channel=options.channel, on_initialized=on_initialized)
-            experimental = {CHANNEL_CAPABILITY: {}} if options.channel else None
+            experimental: dict[str, dict[str, Any]] | None = (
+                {CHANNEL_CAPABILITY: {}} if options.channel else None
+            )
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(
                     read_stream,

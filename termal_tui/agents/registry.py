@@ -281,7 +281,7 @@ class Registry:
         except ConflictError:  # registered by another process meanwhile
             return self.find_live_by_name(raw_name)[0]
 
-    def list(self, include_removed: bool = False) -> list[Session]:
+    def sessions(self, include_removed: bool = False) -> list[Session]:
         where = "" if include_removed else "WHERE removed_at IS NULL"
         with self._connect(write=False) as db:
             rows = db.execute(

@@ -193,14 +193,15 @@ class AgentTools:
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> Any:
         """Run one tool by TermAl's name; returns its JSON result or raises ToolError."""
-        handler = {
+        handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[Any]]] = {
             "termal_send_to_session": self.send_to_session,
             "termal_list_sessions": self.list_sessions,
             "termal_list_mailboxes": self.list_mailboxes,
             "termal_read_mailbox": self.read_mailbox,
             "termal_read_mailbox_message": self.read_mailbox_message,
             "termal_acknowledge_mailbox": self.acknowledge_mailbox,
-        }.get(name)
+        }
+        handler = handlers.get(name)
         if handler is None:
             raise ToolError(400, f"unknown tool `{name}`")
         return await handler(dict(arguments or {}))
@@ -267,7 +268,7 @@ class AgentTools:
     # ------------------------------------------------------------ peers
 
     async def list_sessions(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        sessions = await self._run(lambda: self._registry(self.registry.list))
+        sessions = await self._run(lambda: self._registry(self.registry.sessions))
         return {
             "sessions": [
                 {
