@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -77,32 +78,74 @@ def run_hook(command: str, home: Path, payload: dict[str, Any]) -> dict[str, Any
     return json.loads(done.stdout) if done.stdout.strip() else None
 
 
-def test_the_claude_code_hook_settings_produce_claude_codes_shapes(tmp_path: Path):
-    hooks = json.loads(documented(".claude/settings.json"))["hooks"]
+# What each client accepts on a hook's stdout (Codex validates with additionalProperties
+# false: any other key is an error; Claude Code reads the same fields).
+ALLOWED = {
+    "SessionStart": {
+        "continue",
+        "hookSpecificOutput",
+        "stopReason",
+        "suppressOutput",
+        "systemMessage",
+    },
+    "UserPromptSubmit": {
+        "continue",
+        "decision",
+        "hookSpecificOutput",
+        "reason",
+        "stopReason",
+        "suppressOutput",
+        "systemMessage",
+    },
+    "Stop": {"continue", "decision", "reason", "stopReason", "suppressOutput", "systemMessage"},
+}
+ALLOWED_SPECIFIC = {"SessionStart": {"hookEventName", "additionalContext", "env"}}
+ALLOWED_SPECIFIC["UserPromptSubmit"] = {"hookEventName", "additionalContext"}
+
+
+def conforms(event: str, document: dict[str, Any] | None) -> bool:
+    if document is None:
+        return True
+    specific = document.get("hookSpecificOutput")
+    return set(document) <= ALLOWED[event] and (
+        specific is None
+        or (set(specific) <= ALLOWED_SPECIFIC[event] and specific["hookEventName"] == event)
+    )
+
+
+@pytest.mark.parametrize("settings", [".claude/settings.json", ".codex/hooks.json"])
+def test_the_documented_hooks_produce_the_clients_shapes(tmp_path: Path, settings: str):
+    hooks = json.loads(documented(settings))["hooks"]
     command = {event: entries[0]["hooks"][0]["command"] for event, entries in hooks.items()}
+    me = shlex.split(command["Stop"])[-1]  # the session these hooks serve
+    peer = "coder" if me == "planner" else "planner"
     cli = str(BIN / "termal-tui")
     env = environment(tmp_path)
     for argv in (["session", "add", "planner"], ["session", "add", "coder"]):
         subprocess.run([cli, *argv], env=env, check=True, capture_output=True)
+    outputs: list[tuple[str, dict[str, Any] | None]] = []
 
     def send(body: str) -> None:
         subprocess.run(
-            [cli, "send", "--as", "coder", "planner", body],
-            env=env,
-            check=True,
-            capture_output=True,
+            [cli, "send", "--as", peer, me, body], env=env, check=True, capture_output=True
         )
 
-    assert run_hook(command["SessionStart"], tmp_path, {"hook_event_name": "SessionStart"}) is None
+    def hook(event: str, payload: dict[str, Any]) -> Any:
+        document = run_hook(command[event], tmp_path, payload)
+        outputs.append((event, document))
+        return document
+
+    assert hook("SessionStart", {"hook_event_name": "SessionStart"}) is None  # nothing yet
     send("tests are green")
-    start = run_hook(command["SessionStart"], tmp_path, {"hook_event_name": "SessionStart"})
+    start = hook("SessionStart", {"hook_event_name": "SessionStart"})
     assert start["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "tests are green" not in json.dumps(start)  # metadata only
     send("one more thing")
-    prompt = run_hook(command["UserPromptSubmit"], tmp_path, {"prompt": "go on"})
+    prompt = hook("UserPromptSubmit", {"prompt": "go on"})
     assert prompt["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "[TermAl mailbox notification]" in prompt["hookSpecificOutput"]["additionalContext"]
     send("while you work")
-    stop = run_hook(command["Stop"], tmp_path, {"stop_hook_active": False})
-    assert stop["decision"] == "block" and "#3 from coder" in stop["reason"]
-    assert run_hook(command["Stop"], tmp_path, {"stop_hook_active": True}) is None
+    stop = hook("Stop", {"stop_hook_active": False})
+    assert stop["decision"] == "block" and f"#3 from {peer}" in stop["reason"]
+    assert hook("Stop", {"stop_hook_active": True}) is None
+    assert all(conforms(event, document) for event, document in outputs), outputs
