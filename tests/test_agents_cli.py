@@ -258,3 +258,22 @@ def test_ids_are_whole_at_any_width(run, pair, monkeypatch: pytest.MonkeyPatch, 
         assert all(len(line) <= columns for line in out.splitlines()), out
     assert mailbox in run("ls", "--as", "bob")[1]  # never cut: it is what you copy
     assert "session-" in run("session", "list")[1]
+
+
+def test_read_shows_your_own_messages_as_the_peer_processed_them(run, pair):
+    run("send", "--as", "alice", "bob", "for bob")
+    code, out, _ = run("read", "--as", "alice", "bob", "--after", "0")
+    assert code == EXIT_OK and "unread" in out  # bob has not processed it yet
+    run("ack", "--as", "bob", "alice", "1")
+    code, out, _ = run("read", "--as", "alice", "bob", "--after", "0")
+    assert "processed" in out and "unread" not in out
+
+
+def test_history_with_a_removed_peer_stays_readable_by_name(run, pair):
+    run("send", "--as", "alice", "bob", "before bob left")
+    run("session", "rm", "bob")
+    code, out, err = run("read", "--as", "alice", "bob", "--after", "0")
+    assert code == EXIT_OK, err
+    assert "before bob left" in out
+    code, _, err = run("send", "--as", "alice", "bob", "after")
+    assert code == EXIT_NOT_FOUND and "was removed" in err

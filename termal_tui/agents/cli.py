@@ -345,20 +345,46 @@ async def _ls(args: argparse.Namespace, tools: AgentTools) -> int:
 
 
 async def _mailbox_id(tools: AgentTools, reference: str) -> str:
-    """A mailbox id as given, or the mailbox shared with a peer named by name or id."""
+    """A mailbox id as given, or the mailbox shared with a peer named by name or id (a
+    removed peer too: its history stays readable)."""
     if reference.startswith("mailbox-"):
         return reference
-    peer = await tools.resolve_target(reference.strip())
+    reference = reference.strip()
+    try:
+        peer_ids = {(await tools.resolve_target(reference)).id}
+    except ToolError as error:
+        if error.status != 404:
+            raise
+        removed = tools.registry.find_removed_by_name(reference)
+        peer_ids = {s.id for s in removed} or (
+            {reference} if reference.startswith("session-") else set()
+        )
+        if not peer_ids:
+            raise
     for summary in (await tools.call("termal_list_mailboxes", {}))["mailboxes"]:
-        if any(p["sessionId"] == peer.id for p in summary["participants"]):
+        if any(p["sessionId"] in peer_ids for p in summary["participants"]):
             return str(summary["id"])
-    raise CommandError(f"you share no mailbox with {peer.name} yet", EXIT_NOT_FOUND)
+    raise CommandError(f"you share no mailbox with {visible_line(reference, 64)}", EXIT_NOT_FOUND)
+
+
+async def _summary(tools: AgentTools, mailbox_id: str) -> dict[str, Any]:
+    for summary in (await tools.call("termal_list_mailboxes", {}))["mailboxes"]:
+        if summary["id"] == mailbox_id:
+            return dict(summary)
+    raise CommandError(f"no mailbox {mailbox_id} for this session", EXIT_NOT_FOUND)
+
+
+def _cursor_of(summary: dict[str, Any], session_id: str) -> int:
+    for participant in summary["participants"]:
+        if participant["sessionId"] == session_id:
+            return int(participant["processedThrough"])
+    return 0
 
 
 async def _read(args: argparse.Namespace, tools: AgentTools) -> int:
     mailbox_id = await _mailbox_id(tools, args.mailbox)
-    cursor = await _cursor(tools, mailbox_id)
-    after = cursor if args.after is None else args.after
+    summary = await _summary(tools, mailbox_id)
+    after = _cursor_of(summary, tools.session_id) if args.after is None else args.after
     result = await tools.call(
         "termal_read_mailbox",
         {"mailboxId": mailbox_id, "afterSequence": after, "limit": args.limit},
@@ -366,14 +392,14 @@ async def _read(args: argparse.Namespace, tools: AgentTools) -> int:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return EXIT_OK
+    # Processed or unread by its own target, as in the viewer (your own messages show
+    # whether the peer has processed them).
     rows = [
         [
             f"#{m['sequence']}",
             m["senderName"],
             m["createdAt"][:19].replace("T", " "),
-            "processed"
-            if m["sequence"] <= cursor or m["targetSessionId"] != tools.session_id
-            else "unread",
+            "processed" if m["sequence"] <= _cursor_of(summary, m["targetSessionId"]) else "unread",
             m["body"],
         ]
         for m in result["messages"]
@@ -382,18 +408,9 @@ async def _read(args: argparse.Namespace, tools: AgentTools) -> int:
     return EXIT_OK
 
 
-async def _cursor(tools: AgentTools, mailbox_id: str) -> int:
-    for summary in (await tools.call("termal_list_mailboxes", {}))["mailboxes"]:
-        if summary["id"] == mailbox_id:
-            for participant in summary["participants"]:
-                if participant["sessionId"] == tools.session_id:
-                    return int(participant["processedThrough"])
-    raise CommandError(f"no mailbox {mailbox_id} for this session", EXIT_NOT_FOUND)
-
-
 async def _ack(args: argparse.Namespace, tools: AgentTools) -> int:
     mailbox_id = await _mailbox_id(tools, args.mailbox)
-    expected = await _cursor(tools, mailbox_id)
+    expected = _cursor_of(await _summary(tools, mailbox_id), tools.session_id)
     summary = await tools.call(
         "termal_acknowledge_mailbox",
         {
