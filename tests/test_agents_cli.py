@@ -277,3 +277,9 @@ def test_history_with_a_removed_peer_stays_readable_by_name(run, pair):
     assert "before bob left" in out
     code, _, err = run("send", "--as", "alice", "bob", "after")
     assert code == EXIT_NOT_FOUND and "was removed" in err
+
+
+def test_a_hook_registers_its_session_if_new(run):
+    code, out, _ = run("hook", "session-start", "--session", "newcomer", stdin="{}")
+    assert (code, out) == (EXIT_OK, "")
+    assert [s["name"] for s in json.loads(run("session", "list", "--json")[1])] == ["newcomer"]

@@ -137,3 +137,11 @@ def test_a_file_that_is_not_a_registry_is_refused(tmp_path: Path):
     with pytest.raises(StorageError, match="is not a termal-tui session registry"):
         Registry(path).sessions()
     assert path.read_bytes() == b"this is not sqlite" * 100
+
+
+def test_ensure_accepts_an_exact_id_but_never_mints_one(registry: Registry):
+    alice = registry.add("alice")
+    assert registry.ensure(alice.id) == alice
+    with pytest.raises(NotFoundError):
+        registry.ensure("session-000000000000")
+    assert [s.name for s in registry.sessions()] == ["alice"]

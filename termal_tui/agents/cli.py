@@ -509,7 +509,9 @@ def hook_output(
 
 async def _hook(args: argparse.Namespace, path: Path, registry: Registry) -> int:
     payload = _hook_input()
-    me = await asyncio.to_thread(registry.resolve_own, args.session)
+    # Like `mcp`, a hook registers its session if new: a SessionStart hook may run before
+    # the agent's MCP server has started.
+    me = await asyncio.to_thread(registry.ensure, args.session)
     from termal_tui.store.writer import open_writer
 
     if args.event == "prompt":

@@ -272,7 +272,9 @@ class Registry:
     def ensure(
         self, raw_name: str, agent: str | None = None, workdir: str | None = None
     ) -> Session:
-        """The live session with this name, registered first if there is none."""
+        """The live session with this name (or exact id), registered first if there is none."""
+        if raw_name.strip().startswith("session-"):
+            return self.resolve_own(raw_name)
         found = self.find_live_by_name(raw_name)
         if found:
             return found[0]
