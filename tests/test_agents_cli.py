@@ -283,3 +283,12 @@ def test_a_hook_registers_its_session_if_new(run):
     code, out, _ = run("hook", "session-start", "--session", "newcomer", stdin="{}")
     assert (code, out) == (EXIT_OK, "")
     assert [s["name"] for s in json.loads(run("session", "list", "--json")[1])] == ["newcomer"]
+
+
+def test_a_new_session_closes_a_turn_its_crashed_predecessor_left_open(run, pair):
+    run("hook", "prompt", "--session", "bob", stdin="{}")  # ... and the agent died mid-turn
+    _code, out, _ = run("send", "--as", "alice", "bob", "m1", "--json")
+    assert json.loads(out)["notificationDisposition"] == "queuedBehindActiveTurn"
+    run("hook", "session-start", "--session", "bob", stdin="{}")
+    _code, out, _ = run("send", "--as", "alice", "bob", "m2", "--json")
+    assert json.loads(out)["notificationDisposition"] == "durableButNotWoken"

@@ -514,8 +514,10 @@ async def _hook(args: argparse.Namespace, path: Path, registry: Registry) -> int
     me = await asyncio.to_thread(registry.ensure, args.session)
     from termal_tui.store.writer import open_writer
 
-    if args.event == "prompt":
-        await asyncio.to_thread(registry.set_turn, me.id, True)
+    if args.event in ("prompt", "session-start"):
+        # A prompt starts a turn; a new session starts idle (a turn left open by an agent
+        # that died before its Stop hook is closed here).
+        await asyncio.to_thread(registry.set_turn, me.id, args.event == "prompt")
     if not path.exists():
         if args.event == "stop":
             await asyncio.to_thread(registry.set_turn, me.id, False)
