@@ -16,16 +16,11 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from termal_tui.agents.tools import TOOL_NAMES
+
 README = Path(__file__).parents[1] / "README.md"
 BIN = Path(sys.executable).parent
-SIX = {
-    "termal_send_to_session",
-    "termal_list_sessions",
-    "termal_list_mailboxes",
-    "termal_read_mailbox",
-    "termal_read_mailbox_message",
-    "termal_acknowledge_mailbox",
-}
+SIX = set(TOOL_NAMES)
 
 
 def documented(name: str) -> str:

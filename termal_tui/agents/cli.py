@@ -198,9 +198,9 @@ async def _check_database(path: Path) -> None:
 
 
 async def _dispatch(args: argparse.Namespace, path: Path) -> int:
-    await _check_database(path)
     registry = Registry.beside(path, busy_timeout=busy_timeout())
     if args.command == "session":
+        await _check_database(path)  # the only command that writes the registry first
         return await _session(args, path, registry)
     if args.command == "wake":
         return await _wake(args, path, registry)
@@ -509,43 +509,37 @@ def hook_output(
 
 async def _hook(args: argparse.Namespace, path: Path, registry: Registry) -> int:
     payload = _hook_input()
-    # Like `mcp`, a hook registers its session if new: a SessionStart hook may run before
-    # the agent's MCP server has started.
-    me = await asyncio.to_thread(registry.ensure, args.session)
+    from termal_tui.agents.wake import mark_delivered, prepare_wakes
     from termal_tui.store.writer import open_writer
 
-    if args.event in ("prompt", "session-start"):
-        # A prompt starts a turn; a new session starts idle (a turn left open by an agent
-        # that died before its Stop hook is closed here).
-        await asyncio.to_thread(registry.set_turn, me.id, args.event == "prompt")
-    if not path.exists():
+    async def begin() -> Session:
+        # Like `mcp`, a hook registers its session if new (a SessionStart hook may run
+        # before the agent's MCP server has started). A prompt starts a turn; a new
+        # session starts idle (closing a turn an agent that died mid-turn left open).
+        me = await asyncio.to_thread(registry.ensure, args.session)
+        if args.event in ("prompt", "session-start"):
+            await asyncio.to_thread(registry.set_turn, me.id, args.event == "prompt")
+        return me
+
+    if not path.exists():  # no mail yet: nothing to say
+        me = await begin()
         if args.event == "stop":
             await asyncio.to_thread(registry.set_turn, me.id, False)
         return EXIT_OK
-    prompts: list[str] = []
-    async with open_writer(path) as writer:
-        # Hook output is one JSON document, written after the pass: rows are marked
-        # recovered during the pass and delivered only once that document is out.
-        boot = args.event == "session-start"
-        wakes = await writer.wakeups_for_session(me.id, boot=boot, queued=True)
-        for wake in wakes:
-            await writer.mark_recovered_through(me.id, wake.mailbox_id, wake.sequence, boot=boot)
-            prompts.append(_prompt(wake))
-        unread = bool(await writer.wakeups_for_session(me.id, boot=True)) if not prompts else True
+    async with open_writer(path) as writer:  # first: a bad path is refused before the registry
+        me = await begin()
+        # Hook output is one JSON document: every wake is prepared (recoveredWake) first
+        # and delivered only once that document is out.
+        prepared = await prepare_wakes(writer, me.id, boot=args.event == "session-start")
+        prompts = [prompt for _wake, prompt in prepared]
+        unread = bool(prompts) or bool(await writer.wakeups_for_session(me.id, boot=True))
         output = hook_output(args.event, prompts, unread, bool(payload.get("stop_hook_active")))
         if output is not None:
             _print_flushed(json.dumps(output, ensure_ascii=False) + "\n")
-        for wake in wakes:
-            await writer.mark_delivered_through(me.id, wake.mailbox_id, wake.sequence)
+        await mark_delivered(writer, me.id, [wake for wake, _prompt in prepared])
     if args.event == "stop" and output is None:
         await asyncio.to_thread(registry.set_turn, me.id, False)
     return EXIT_OK
-
-
-def _prompt(wake: UnreadWakeup) -> str:
-    from termal_tui.presentation import wake_prompt
-
-    return wake_prompt(wake)
 
 
 # ------------------------------------------------------------------ the MCP server

@@ -26,7 +26,7 @@ from mcp.server.stdio import stdio_server
 
 from termal_tui import __version__
 from termal_tui.agents.registry import Registry
-from termal_tui.agents.tools import AgentTools, ReplayPolicy, ToolError, error_result
+from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
 from termal_tui.models import UnreadWakeup
 from termal_tui.store.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
@@ -90,8 +90,7 @@ def build_server(tools: AgentTools, *, channel: bool, on_initialized: Any = None
         try:
             return _result(await tools.call(params.name, arguments))
         except Exception as error:  # every failure is a tool error the agent can read
-            failure = error if isinstance(error, ToolError) else error_result(error)
-            return _result(str(failure), is_error=True)
+            return _result(str(as_tool_error(error)), is_error=True)
 
     server: Server = Server(
         "termal-tui",

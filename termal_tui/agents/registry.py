@@ -299,19 +299,15 @@ class Registry:
         return None if row is None else _session(row)
 
     def find_live_by_name(self, name: str) -> list[Session]:
-        with self._connect(write=False) as db:
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NULL "
-                "ORDER BY created_at, id",
-                (name_key(name.strip()),),
-            ).fetchall()
-        return [_session(row) for row in rows]
+        return self._by_name(name, "removed_at IS NULL ORDER BY created_at, id")
 
     def find_removed_by_name(self, name: str) -> list[Session]:
+        return self._by_name(name, "removed_at IS NOT NULL ORDER BY removed_at DESC")
+
+    def _by_name(self, name: str, condition: str) -> list[Session]:
         with self._connect(write=False) as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NOT NULL "
-                "ORDER BY removed_at DESC",
+                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND {condition}",
                 (name_key(name.strip()),),
             ).fetchall()
         return [_session(row) for row in rows]

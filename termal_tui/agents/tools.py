@@ -27,17 +27,15 @@ from termal_tui.models import (
     ROUTINE_CLASS,
 )
 from termal_tui.store.errors import (
-    ConflictError,
-    NotFoundError,
     RetryableError,
     StoreError,
-    ValidationError,
 )
 from termal_tui.store.formats import MAX_IDEMPOTENCY_KEY_BYTES, READ_LIMIT_DEFAULT
 from termal_tui.store.writer import MailboxWriter
 
 T = TypeVar("T")
 
+# TermAl's six peer-mailbox tools, in TermAl's tools/list order.
 TOOL_NAMES = (
     "termal_send_to_session",
     "termal_list_sessions",
@@ -208,11 +206,6 @@ class AgentTools:
 
     # ------------------------------------------------------------ plumbing
 
-    async def _registry(self, fn: Callable[..., T], *args: Any) -> T:
-        """Registry reads: a WAL read on an open connection takes microseconds and never
-        waits for a writer, so they run inline rather than paying a thread hop."""
-        return fn(*args)
-
     async def _replayed(self, operation: Callable[[], Awaitable[T]]) -> T:
         """Replay retryable failures (all six tools are safe to replay) within the budget."""
         deadline = time.monotonic() + self.replay.budget
@@ -230,22 +223,11 @@ class AgentTools:
                 await self._sleep(delay)
 
     async def _run(self, operation: Callable[[], Awaitable[T]], unknown: str | None = None) -> T:
-        """Typed store errors keep their class; anything else is internal (or outcome-unknown)."""
+        """Replayed; every failure becomes a ToolError (see :func:`as_tool_error`)."""
         try:
             return await self._replayed(operation)
-        except ToolError:
-            raise
-        except StoreError as error:
-            status = getattr(error, "http_status", 500)
-            if status == 500:
-                if unknown is not None:
-                    raise ToolError(0, f"{unknown}: {error}") from error
-                raise ToolError(500, f"mailbox operation failed: {error}") from error
-            raise ToolError(status, str(error)) from error
-        except (OSError, RuntimeError, ValueError) as error:
-            if unknown is not None:
-                raise ToolError(0, f"{unknown}: {error}") from error
-            raise ToolError(500, f"mailbox operation failed: {error}") from error
+        except Exception as error:
+            raise as_tool_error(error, unknown) from error
 
     async def ensure_active(self, session_id: str) -> Session:
         """TermAl's ``ensure_mailbox_session_active``: validate, clear stale ``left_at``
@@ -260,7 +242,7 @@ class AgentTools:
             raise
 
     async def _live(self, session_id: str) -> Session:
-        session = await self._registry(self.registry.get, session_id)
+        session = self.registry.get(session_id)
         if session is None or not session.live:
             raise ToolError(404, "session not found")
         return session
@@ -268,7 +250,10 @@ class AgentTools:
     # ------------------------------------------------------------ peers
 
     async def list_sessions(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        sessions = await self._run(lambda: self._registry(self.registry.sessions))
+        async def attempt() -> list[Session]:
+            return self.registry.sessions()
+
+        sessions = await self._run(attempt)
         return {
             "sessions": [
                 {
@@ -293,7 +278,7 @@ class AgentTools:
         if reference.startswith("session-"):
             if reference == self.session_id:
                 raise ToolError(400, self_message)
-            found = await self._registry(self.registry.get, reference)
+            found = self.registry.get(reference)
             if found is None:
                 raise ToolError(
                     404,
@@ -308,9 +293,9 @@ class AgentTools:
                     "receive messages",
                 )
             return found
-        matches = await self._registry(self.registry.find_live_by_name, reference)
+        matches = self.registry.find_live_by_name(reference)
         if not matches:
-            removed = await self._registry(self.registry.find_removed_by_name, reference)
+            removed = self.registry.find_removed_by_name(reference)
             if removed:
                 raise ToolError(
                     404,
@@ -387,7 +372,7 @@ class AgentTools:
         self, receiver_id: str, mailbox_id: str, sequence: int, message_id: str
     ) -> str:
         """TermAl's three receipt outcomes, told honestly from what the registry knows."""
-        receiver = await self._registry(self.registry.get, receiver_id)
+        receiver = self.registry.get(receiver_id)
         if receiver is None or not receiver.live:
             return DURABLE_BUT_NOT_WOKEN
         connected = receiver.channel_connected()
@@ -397,7 +382,7 @@ class AgentTools:
             return QUEUED_BEHIND_ACTIVE_TURN
         if not connected:
             return DURABLE_BUT_NOT_WOKEN
-        if await self._registry(self.registry.has_pending_wake, receiver_id, mailbox_id):
+        if self.registry.has_pending_wake(receiver_id, mailbox_id):
             # One pending wake per mailbox: this message rides the one already pushed.
             return DURABLE_BUT_NOT_WOKEN
         # The receiver's channel server pushes the wake and marks the row delivered only
@@ -464,16 +449,15 @@ class AgentTools:
                 await self.on_engaged(mailbox_id, through)
 
 
-def error_result(error: BaseException) -> ToolError:
-    """Any failure as a ToolError (for shells that must never show a traceback)."""
+def as_tool_error(error: BaseException, unknown: str | None = None) -> ToolError:
+    """Any failure as a ToolError: typed store errors keep their class and text; anything
+    else is internal, or, where ``unknown`` is given (a write whose outcome cannot be
+    known), that sentence."""
     if isinstance(error, ToolError):
         return error
-    if isinstance(error, ValidationError):
-        return ToolError(400, str(error))
-    if isinstance(error, NotFoundError):
-        return ToolError(404, str(error))
-    if isinstance(error, ConflictError):
-        return ToolError(409, str(error))
-    if isinstance(error, RetryableError):
-        return ToolError(503, str(error))
+    status = error.http_status if isinstance(error, StoreError) else 500
+    if status != 500:
+        return ToolError(status, str(error))
+    if unknown is not None:
+        return ToolError(0, f"{unknown}: {error}")
     return ToolError(500, f"mailbox operation failed: {error}")

@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -34,6 +34,34 @@ logger = logging.getLogger(__name__)
 Emit = Callable[[UnreadWakeup, str], Awaitable[None]]
 
 
+async def prepare_wakes(
+    writer: MailboxWriter,
+    session_id: str,
+    *,
+    boot: bool = False,
+    skip: Callable[[UnreadWakeup], bool] | None = None,
+) -> list[tuple[UnreadWakeup, str]]:
+    """The wakes of one recovery pass, with their prompts, their rows marked recoveredWake:
+    never-woken or turn-queued mailboxes (at most 16), or every unread one on boot.
+    ``skip`` leaves a candidate untouched. Deliver them with :func:`mark_delivered` once
+    written."""
+    prepared: list[tuple[UnreadWakeup, str]] = []
+    for wake in await writer.wakeups_for_session(session_id, boot=boot, queued=True):
+        if skip is not None and skip(wake):
+            continue
+        await writer.mark_recovered_through(session_id, wake.mailbox_id, wake.sequence, boot=boot)
+        prepared.append((wake, wake_prompt(wake)))
+    return prepared
+
+
+async def mark_delivered(
+    writer: MailboxWriter, session_id: str, wakes: Iterable[UnreadWakeup]
+) -> None:
+    """Runtime acceptance: every row the written wakes cover becomes deliveredToIdleSession."""
+    for wake in wakes:
+        await writer.mark_delivered_through(session_id, wake.mailbox_id, wake.sequence)
+
+
 async def wake_pass(
     writer: MailboxWriter,
     session_id: str,
@@ -43,25 +71,21 @@ async def wake_pass(
     skip: Callable[[UnreadWakeup], bool] | None = None,
     failed: list[UnreadWakeup] | None = None,
 ) -> list[UnreadWakeup]:
-    """One recovery pass: never-woken or turn-queued mailboxes (at most 16), or every
-    unread one on boot.
+    """One recovery pass, each wake written by ``emit`` and delivered once written.
 
     Returns the wakes that were delivered; those that could not be written are added
-    to ``failed``. ``skip`` leaves a candidate untouched.
+    to ``failed``.
     """
     delivered: list[UnreadWakeup] = []
-    for wake in await writer.wakeups_for_session(session_id, boot=boot, queued=True):
-        if skip is not None and skip(wake):
-            continue
-        await writer.mark_recovered_through(session_id, wake.mailbox_id, wake.sequence, boot=boot)
+    for wake, prompt in await prepare_wakes(writer, session_id, boot=boot, skip=skip):
         try:
-            await emit(wake, wake_prompt(wake))
+            await emit(wake, prompt)
         except (OSError, EOFError, RuntimeError):
             # Not written: the rows stay recoveredWake, which only a boot pass covers.
             if failed is not None:
                 failed.append(wake)
             continue
-        await writer.mark_delivered_through(session_id, wake.mailbox_id, wake.sequence)
+        await mark_delivered(writer, session_id, [wake])
         delivered.append(wake)
     return delivered
 
