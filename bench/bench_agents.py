@@ -172,7 +172,8 @@ async def run(calls: int, wakes: int, idle_seconds: float) -> None:
             direct_box = receipt.mailbox_id
         for n in range(calls):
             await timed(
-                direct["read"], lambda n=n: writer.read_range(ids["dave"], direct_box, n, 50)
+                direct["read"],
+                lambda n=n: writer.read_range(direct_box, n, 50, session_id=ids["dave"]),
             )
             await timed(
                 direct["ack"],

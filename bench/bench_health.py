@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from common import BIG_MAILBOX, big_mailbox_db, index_db
 
-from termal_tui.health import _UNREAD_BY_PARTICIPANT
+from termal_tui.health import _UNREAD_BY_PARTICIPANT, health_report
 from termal_tui.models import CONTROL_TOPIC
 from termal_tui.store import open_reader
 from termal_tui.tui.screens.search import SCAN_STEP
@@ -32,7 +32,7 @@ async def health_ms(path: Path, repeat: int = 5) -> tuple[float, float, int]:
     async with open_reader(path) as reader:
         for _ in range(repeat):
             t0 = time.perf_counter()
-            report = await reader.health()
+            report = await health_report(reader)
             ours.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
             plain.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()

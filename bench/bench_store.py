@@ -73,7 +73,7 @@ async def main(big: Path, index: Path) -> None:
 
         viewer = statements[0][1].get("viewer")
         medians = await interleaved_medians(
-            lambda: reader.list_mailboxes(viewer), floor, run_on(db_plain), repeat
+            lambda: reader.list_mailboxes(session_id=viewer), floor, run_on(db_plain), repeat
         )
         lines.append(row(name, *medians))
 

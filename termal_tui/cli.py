@@ -71,7 +71,7 @@ async def _validate(path: Path, mailbox: str | None, session: str | None) -> Non
             raise NotFoundError(f"no mailbox participant has session id {quote(session)}.")
         if mailbox is not None:
             try:
-                await reader.get_head(mailbox, session)
+                await reader.get_head(mailbox, session_id=session)
             except NotFoundError:
                 viewer = f" for session {quote(session)}" if session else ""
                 raise NotFoundError(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from termal_tui.health import HealthReport, Thresholds, format_age
+from termal_tui.health import HealthReport, Thresholds, format_age, health_report
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import open_reader
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _report(path: Path, thresholds: Thresholds) -> HealthReport:
     async with open_reader(path) as reader:
-        return await reader.health(thresholds=thresholds)
+        return await health_report(reader, thresholds=thresholds)
 
 
 def render_json(report: HealthReport) -> str:

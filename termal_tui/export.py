@@ -38,7 +38,7 @@ async def messages(
     """Ascending from ``first`` to ``last`` in keyset pages (never the whole table)."""
     after = max(0, first - 1)
     while True:
-        batch = await reader.read_range(mailbox_id, after, READ_LIMIT_MAX, session)
+        batch = await reader.read_range(mailbox_id, after, READ_LIMIT_MAX, session_id=session)
         for message in batch:
             if last is not None and message.sequence > last:
                 return
@@ -75,7 +75,7 @@ async def write_export(
     session: str | None = None,
 ) -> int:
     async with open_reader(path) as reader:
-        summary = await reader.get_head(mailbox_id, session)
+        summary = await reader.get_head(mailbox_id, session_id=session)
         count = 0
         if fmt == "markdown":
             names = " ⇄ ".join(visible_line(p.display_name, 40) for p in summary.participants)

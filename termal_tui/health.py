@@ -18,11 +18,14 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from termal_tui.models import CONTROL_TOPIC
 from termal_tui.store import queries
 from termal_tui.store.formats import parse_timestamp
+
+if TYPE_CHECKING:
+    from termal_tui.store.reader import MailboxReader
 
 SEVERITY: Final = {"receiver-gone": 3, "never-woken": 2, "woken-unprocessed": 2, "lagging": 1}
 
@@ -202,6 +205,15 @@ def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> He
             report.findings.append(lag)
     report.findings.sort(key=lambda f: (-f.severity, -f.age_seconds, f.mailbox_id))
     return report
+
+
+async def health_report(
+    reader: MailboxReader, now: datetime | None = None, thresholds: Thresholds | None = None
+) -> HealthReport:
+    """Stuck hand-offs across every mailbox, in one read snapshot of ``reader``."""
+    moment = now or utc_now()
+    limits = thresholds or Thresholds()
+    return await reader.query(lambda db: collect(db, moment, limits))
 
 
 def utc_now() -> datetime:

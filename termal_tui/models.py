@@ -1,19 +1,21 @@
-"""Pydantic models whose JSON is TermAl's mailbox wire JSON (termal-compat.md §2).
+"""The mailbox records whose JSON is TermAl's mailbox wire JSON (termal-compat.md §2).
 
-Serialization goes through :meth:`WireModel.to_wire` / :meth:`WireModel.to_json`:
-camelCase keys in TermAl's order, optional fields omitted when null, and
-store-only diagnostics (idempotency key, unread depth, dispatch outcome) never
-serialized. Legacy or unknown notification-state strings load verbatim.
+Plain frozen dataclasses, not pydantic: the viewer's first screen and every hook build
+these, and importing pydantic would cost them ~70 ms at start-up. Serialization goes
+through :meth:`WireModel.to_wire` / :meth:`WireModel.to_json`: camelCase keys in TermAl's
+order, optional fields omitted when null, and store-only diagnostics (idempotency key,
+unread depth, dispatch outcome) never serialized. :meth:`WireModel.from_wire` validates
+JSON from outside (either spelling of a key); legacy or unknown notification-state
+strings load verbatim.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+import dataclasses
+import json
+from typing import Any, ClassVar, Final, NamedTuple, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
-
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="WireModel")
 
 CONTROL_TOPIC: Final = "delegation-review-result/v1"
 ROUTINE_CLASS: Final = "routine"
@@ -38,52 +40,123 @@ DISPATCH_OUTCOMES: Final = (
 )
 
 
-class WireModel(BaseModel):
-    """Base: camelCase aliases, accept either spelling on input, frozen values."""
+def _camel(name: str) -> str:
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(part.title() for part in rest)
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        # Schemas are built on first validation or serialization, not at import: the
-        # viewer builds its rows without validation and starts faster for it.
-        defer_build=True,
-    )
+
+class WireModel:
+    """Base of the wire records: camelCase JSON, nulls omitted, diagnostics excluded.
+
+    Subclasses are frozen dataclasses; ``_EXCLUDED`` names fields that are never
+    serialized, ``_NESTED`` fields holding lists of another record, ``_NON_NEGATIVE``
+    integer fields that must be ≥ 0, and ``_ALIASES`` wire names that are not the
+    camelCase of the field name (``class``).
+    """
+
+    _EXCLUDED: ClassVar[frozenset[str]] = frozenset()
+    _NESTED: ClassVar[dict[str, str]] = {}
+    _NON_NEGATIVE: ClassVar[frozenset[str]] = frozenset()
+    _ALIASES: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def wire_name(cls, field: str) -> str:
+        return cls._ALIASES.get(field, _camel(field))
 
     def to_wire(self) -> dict[str, Any]:
-        """The TermAl JSON object: aliases, nulls omitted, diagnostics excluded."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The TermAl JSON object: wire names in declaration order, nulls omitted."""
+        wire: dict[str, Any] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            name = field.name
+            if name in self._EXCLUDED:
+                continue
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name in self._NESTED:
+                value = [item.to_wire() for item in value]
+            wire[self.wire_name(name)] = value
+        return wire
 
     def to_json(self) -> str:
         """Compact TermAl JSON text."""
-        return self.model_dump_json(by_alias=True, exclude_none=True)
+        return json.dumps(self.to_wire(), ensure_ascii=False, separators=(",", ":"))
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied (the records are frozen)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Self:
+        """Validate a JSON object (wire or field names) into a record; ``ValueError`` says
+        which field is missing or of the wrong type."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{cls.__name__} must be a JSON object")
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            name = field.name
+            wire = cls.wire_name(name)
+            if wire in data:
+                value = data[wire]
+            elif name in data:
+                value = data[name]
+            elif field.default is not dataclasses.MISSING:
+                continue
+            else:
+                raise ValueError(f"{cls.__name__}.{wire} is required")
+            values[name] = cls._check(name, wire, field.type, value)
+        return cls(**values)
+
+    @classmethod
+    def _check(cls, name: str, wire: str, annotation: Any, value: Any) -> Any:
+        where = f"{cls.__name__}.{wire}"
+        kind = str(annotation)
+        if name in cls._NESTED:
+            if not isinstance(value, list):
+                raise ValueError(f"{where} must be a list")
+            nested = _RECORDS[cls._NESTED[name]]
+            return [nested.from_wire(item) for item in value]
+        if value is None:
+            if "None" in kind:
+                return None
+            raise ValueError(f"{where} must not be null")
+        if kind.startswith("bool"):
+            if not isinstance(value, bool):
+                raise ValueError(f"{where} must be a boolean")
+        elif kind.startswith("int"):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{where} must be an integer")
+            if name in cls._NON_NEGATIVE and value < 0:
+                raise ValueError(f"{where} must be ≥ 0")
+        elif kind.startswith("str") and not isinstance(value, str):
+            raise ValueError(f"{where} must be a string")
+        return value
 
 
 def trusted(model: type[M], values: dict[str, Any]) -> M:
-    """Build a model from values the store already knows are well-typed: no validation.
+    """Build a record from values the store already knows are well-typed: no checks.
 
-    What pydantic's ``model_construct`` does, without its per-field default and alias
-    handling (``values`` must name every field), at a fraction of the cost; the store
-    builds tens of thousands of these per index read.
+    ``values`` must name every field; the store builds tens of thousands of these per
+    index read, so this skips the dataclass ``__init__`` (one ``object.__setattr__``
+    per field when frozen).
     """
     instance = _new(model)
     _set_attribute(instance, "__dict__", values)
-    _set_attribute(instance, "__pydantic_fields_set__", set(values))
-    _set_attribute(instance, "__pydantic_extra__", None)
-    _set_attribute(instance, "__pydantic_private__", None)
     return instance
 
 
 _new = object.__new__
-
-
 _set_attribute = object.__setattr__
+_frozen = dataclasses.dataclass(frozen=True)
 
 
+@_frozen
 class MailboxParticipant(WireModel):
+    _NON_NEGATIVE = frozenset({"processed_through"})
+
     session_id: str
     display_name: str
-    processed_through: int = Field(ge=0)
+    processed_through: int
     left_at: str | None = None
 
     @property
@@ -91,11 +164,15 @@ class MailboxParticipant(WireModel):
         return self.left_at is not None
 
 
+@_frozen
 class MailboxSummary(WireModel):
+    _NESTED = {"participants": "MailboxParticipant"}
+    _NON_NEGATIVE = frozenset({"latest_sequence", "unread_count"})
+
     id: str
     participants: list[MailboxParticipant]
-    latest_sequence: int = Field(ge=0)
-    unread_count: int = Field(ge=0)
+    latest_sequence: int
+    unread_count: int
     latest_message_preview: str | None = None
     latest_message_at: str | None = None
 
@@ -106,43 +183,80 @@ class MailboxSummary(WireModel):
         return None
 
 
+@_frozen
 class MailboxMessage(WireModel):
+    _ALIASES = {"class_": "class"}
+    _NON_NEGATIVE = frozenset({"sequence", "unread_depth_at_append"})
+    # Accepted on input (TermAl defaults the first two), never serialized; the dispatch
+    # outcome is the viewer's diagnostic from the immutable receipt column, and
+    # ``unreadable`` the store's reason when a row written by another program cannot be
+    # shown as a message (e.g. a non-integer sequence).
+    _EXCLUDED = frozenset(
+        {"idempotency_key", "unread_depth_at_append", "dispatch_outcome", "unreadable"}
+    )
+
     id: str
     mailbox_id: str
-    sequence: int = Field(ge=0)
+    sequence: int
     sender_session_id: str
     sender_name: str
     target_session_id: str
     target_name: str
     created_at: str
-    class_: str = Field(default=ROUTINE_CLASS, alias="class")
+    body: str
+    notification_state: str
+    class_: str = ROUTINE_CLASS
     topic: str | None = None
     state_stamp: str | None = None
-    body: str
-    # Accepted on input (TermAl defaults them), never serialized.
-    idempotency_key: str = Field(default="", exclude=True)
-    unread_depth_at_append: int = Field(default=0, exclude=True)
-    notification_state: str
-    # Viewer diagnostics from the immutable receipt column; never serialized.
-    dispatch_outcome: str | None = Field(default=None, exclude=True)
-    # Set by the store when a row written by another program cannot be shown as a
-    # message (e.g. a non-integer sequence); the reason, never serialized.
-    unreadable: str | None = Field(default=None, exclude=True)
+    idempotency_key: str = ""
+    unread_depth_at_append: int = 0
+    dispatch_outcome: str | None = None
+    unreadable: str | None = None
+
+    # TermAl's key order: class, topic and stateStamp come before body.
+    _ORDER: ClassVar[tuple[str, ...]] = (
+        "id",
+        "mailbox_id",
+        "sequence",
+        "sender_session_id",
+        "sender_name",
+        "target_session_id",
+        "target_name",
+        "created_at",
+        "class_",
+        "topic",
+        "state_stamp",
+        "body",
+        "notification_state",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        values = self.__dict__
+        wire: dict[str, Any] = {}
+        for name in self._ORDER:
+            value = values[name]
+            if value is not None:
+                wire[self.wire_name(name)] = value
+        return wire
 
     @property
     def is_control(self) -> bool:
         return self.topic == CONTROL_TOPIC
 
 
+@_frozen
 class AppendReceipt(WireModel):
+    _NON_NEGATIVE = frozenset({"sequence", "unread_depth"})
+
     mailbox_id: str
     message_id: str
-    sequence: int = Field(ge=0)
-    unread_depth: int = Field(ge=0)
+    sequence: int
+    unread_depth: int
     notification_disposition: str
     duplicate: bool
 
 
+@_frozen
 class UnreadWakeup(WireModel):
     """One mailbox that needs a (re)wake for a session: its newest candidate row."""
 
@@ -154,6 +268,7 @@ class UnreadWakeup(WireModel):
     sender_name: str
 
 
+@_frozen
 class MessagePage(WireModel):
     """A newest-first page of a mailbox thread.
 
@@ -161,9 +276,26 @@ class MessagePage(WireModel):
     page, never from arithmetic on sequence numbers.
     """
 
+    _NESTED = {"messages": "MailboxMessage"}
+
     messages: list[MailboxMessage]
     has_older: bool
 
     @property
     def oldest_sequence(self) -> int | None:
         return self.messages[-1].sequence if self.messages else None
+
+
+class ChangeToken(NamedTuple):
+    """What a live view polls: it changes whenever a mailbox gains a row or a cursor or
+    departure moves. Compare whole tokens; ``next_sequence`` is the sequence the next
+    append will take (−1 when another program stored something that is not an integer)."""
+
+    next_sequence: int
+    cursors: str
+
+
+_RECORDS: Final[dict[str, type[WireModel]]] = {
+    "MailboxParticipant": MailboxParticipant,
+    "MailboxMessage": MailboxMessage,
+}

@@ -36,7 +36,7 @@ async def test_jsonl_is_termals_wire_json_and_reads_back_exactly(writer, db_path
     for line, message in zip(lines, expected, strict=True):
         derived = {key: line.pop(key) for key in ("processed", "dispatchOutcome")}
         assert derived["dispatchOutcome"] == message.dispatch_outcome
-        assert MailboxMessage.model_validate(line).to_wire() == message.to_wire() == line
+        assert MailboxMessage.from_wire(line).to_wire() == message.to_wire() == line
 
 
 async def test_markdown_keeps_every_control_character_escaped(writer, db_path):

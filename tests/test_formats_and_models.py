@@ -86,7 +86,7 @@ def test_read_limit_clamps(limit, expected):
 
 def test_participant_json_omits_left_at_when_null():
     active = MailboxParticipant(session_id="s", display_name="S", processed_through=0)
-    left = active.model_copy(update={"left_at": "2026-07-26T00:00:00Z"})
+    left = active.replace(left_at="2026-07-26T00:00:00Z")
     assert active.to_json() == '{"sessionId":"s","displayName":"S","processedThrough":0}'
     assert list(left.to_wire()) == ["sessionId", "displayName", "processedThrough", "leftAt"]
 
@@ -97,7 +97,7 @@ def test_summary_json_key_order_and_required_fields():
         '{"id":"mailbox-1","participants":[],"latestSequence":2,"unreadCount":1}'
     )
     with pytest.raises(ValueError):
-        MailboxSummary.model_validate({"id": "mailbox-1", "participants": []})
+        MailboxSummary.from_wire({"id": "mailbox-1", "participants": []})
 
 
 def _message(**overrides):
@@ -115,7 +115,7 @@ def _message(**overrides):
         "notificationState": "legacyUnknownState",
     }
     fields.update(overrides)
-    return MailboxMessage.model_validate(fields)
+    return MailboxMessage.from_wire(fields)
 
 
 def test_message_json_never_serializes_store_only_fields():
@@ -147,7 +147,7 @@ def test_message_input_defaults_key_and_depth():
 
 def test_receipt_requires_all_six_fields():
     with pytest.raises(ValueError):
-        AppendReceipt.model_validate({"mailboxId": "mailbox-1", "messageId": "mailbox-message-1"})
+        AppendReceipt.from_wire({"mailboxId": "mailbox-1", "messageId": "mailbox-message-1"})
     receipt = AppendReceipt(
         mailbox_id="m",
         message_id="x",

@@ -8,7 +8,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from termal_tui.health import Thresholds
+from termal_tui.health import Thresholds, health_report
 from termal_tui.store import open_reader
 from tests.helpers import T0, send
 
@@ -17,7 +17,7 @@ LATER = T0 + timedelta(days=1)
 
 async def _report(path: Path, **limits: float):
     async with open_reader(path) as reader:
-        return await reader.health(now=LATER, thresholds=Thresholds(**limits))
+        return await health_report(reader, now=LATER, thresholds=Thresholds(**limits))
 
 
 def _doctor(*args: str) -> subprocess.CompletedProcess[str]:

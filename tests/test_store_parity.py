@@ -178,7 +178,7 @@ async def test_preview_uses_the_whole_body_past_a_nul(writer, db_path):
     async with open_reader(db_path) as reader:
         (summary,) = await reader.list_mailboxes()
     assert summary.latest_message_preview == "x\x00 tail and more"  # TermAl's preview
-    (own,) = await writer.list_mailboxes("session-b")
+    (own,) = await writer.list_mailboxes(session_id="session-b")
     assert own.latest_message_preview == "x\x00 tail and more"
 
 
@@ -356,18 +356,18 @@ async def test_a_file_termal_wrote_reads_exactly_as_termal_answered(tmp_path):
     list_a, list_b = by_op[12]["result"], by_op[13]["result"]
     range_b, range_a = by_op[14]["result"], by_op[15]["result"]
     async with open_reader(path) as reader:
-        assert [s.to_wire() for s in await reader.list_mailboxes("session-a")] == list_a
-        assert [s.to_wire() for s in await reader.list_mailboxes("session-b")] == list_b
+        assert [s.to_wire() for s in await reader.list_mailboxes(session_id="session-a")] == list_a
+        assert [s.to_wire() for s in await reader.list_mailboxes(session_id="session-b")] == list_b
         mailbox = by_op[0]["result"]["mailboxId"]
         strip = lambda items: [  # noqa: E731 - the oracle adds store-only diagnostics
             {k: v for k, v in item.items() if not k.startswith("_")} for item in items
         ]
-        assert [m.to_wire() for m in await reader.read_range(mailbox, 0, 50, "session-b")] == (
-            strip(range_b)
-        )
-        assert [m.to_wire() for m in await reader.read_range(mailbox, 0, 50, "session-a")] == (
-            strip(range_a)
-        )
+        assert [
+            m.to_wire() for m in await reader.read_range(mailbox, 0, 50, session_id="session-b")
+        ] == (strip(range_b))
+        assert [
+            m.to_wire() for m in await reader.read_range(mailbox, 0, 50, session_id="session-a")
+        ] == (strip(range_a))
     # Our writer opens TermAl's file without changing its schema and appends densely.
     schema_before = rows(path, "SELECT sql FROM sqlite_master ORDER BY name")
     async with open_writer(path) as writer:
@@ -409,9 +409,11 @@ async def test_writer_reads_during_appends_never_nest_or_see_uncommitted_rows(wr
     for trial in range(50):
         results = await asyncio.gather(
             append(trial),
-            writer.list_mailboxes("session-b"),
+            writer.list_mailboxes(session_id="session-b"),
             writer.wakeups_for_session("session-b"),
-            writer.processed_through("session-b", (await writer.list_mailboxes("session-a"))[0].id),
+            writer.processed_through(
+                "session-b", (await writer.list_mailboxes(session_id="session-a"))[0].id
+            ),
         )
         summaries = results[1]
         assert summaries[0].latest_sequence in (trial + 1, trial + 2)

@@ -95,7 +95,7 @@ async def _run(ops):
             for summary in await reader.list_mailboxes():
                 await reader.read_page(summary.id)
                 for participant in summary.participants:
-                    await reader.list_mailboxes(participant.session_id)
+                    await reader.list_mailboxes(session_id=participant.session_id)
         assert (digest(path), cursors(path)) == before
 
 

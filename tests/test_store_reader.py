@@ -24,10 +24,12 @@ async def test_control_rows_are_hidden_only_from_their_addressee(writer, db_path
         assert [m.sequence for m in human] == [1]
         with pytest.raises(NotFoundError, match="mailbox message not found"):
             await reader.read_message(control.message_id, session_id="session-p")
-        assert (await reader.read_message(control.message_id, "session-child")).topic == CONTROL
+        assert (
+            await reader.read_message(control.message_id, session_id="session-child")
+        ).topic == CONTROL
         # Summary latest/preview hide control rows in both directions.
         for viewer in ("session-p", "session-child", None):
-            (summary,) = await reader.list_mailboxes(viewer)
+            (summary,) = await reader.list_mailboxes(session_id=viewer)
             assert summary.latest_sequence == 1
             assert summary.latest_message_preview == "routine hello"
 
@@ -36,14 +38,14 @@ async def test_control_only_mailbox_is_not_listed(writer, db_path):
     await send(writer, "session-child", "session-p", topic=CONTROL)
     async with open_reader(db_path) as reader:
         assert await reader.list_mailboxes() == []
-        assert await reader.list_mailboxes("session-p") == []
+        assert await reader.list_mailboxes(session_id="session-p") == []
 
 
 async def test_unread_counts_inbound_only_and_preview_may_be_own_outbound(writer, db_path):
     await send(writer, "session-a", "session-b", body="to bob")
     await send(writer, "session-b", "session-a", body="my own reply")
     async with open_reader(db_path) as reader:
-        (bob,) = await reader.list_mailboxes("session-b")
+        (bob,) = await reader.list_mailboxes(session_id="session-b")
         (human,) = await reader.list_mailboxes()
     assert bob.unread_count == 1 and bob.latest_message_preview == "my own reply"
     assert human.unread_count == 2  # each message against its own target's cursor
@@ -122,7 +124,7 @@ async def test_per_session_reads_require_an_active_participant(writer, db_path):
         ):
             with pytest.raises(NotFoundError, match="mailbox not found for this session"):
                 await call
-        assert await reader.list_mailboxes("session-b") == []
+        assert await reader.list_mailboxes(session_id="session-b") == []
         assert len(await reader.list_mailboxes()) == 1  # the human view still shows it
 
 
@@ -154,11 +156,11 @@ async def test_reader_never_changes_the_database(writer, db_path):
     before_files, before_cursors = digest(db_path), cursors(db_path)
     async with open_reader(db_path) as reader:
         await reader.list_mailboxes()
-        await reader.list_mailboxes("session-a")
+        await reader.list_mailboxes(session_id="session-a")
         await reader.read_page(receipt.mailbox_id)
         await reader.read_range(receipt.mailbox_id, session_id="session-b")
         await reader.read_message(receipt.message_id)
-        await reader.get_mailbox(receipt.mailbox_id, "session-a")
+        await reader.get_mailbox(receipt.mailbox_id, session_id="session-a")
         with pytest.raises(sqlite3.OperationalError):
             await reader._db.execute("UPDATE mailbox_participants SET processed_through = 99")
     assert digest(db_path) == before_files and cursors(db_path) == before_cursors

@@ -62,7 +62,7 @@ def test_first_sentence_is_termals():
 def test_title_is_topic_trimmed_else_first_sentence_else_message_n():
     assert row_title(message(3, topic="  review  ")) == "review"
     assert row_title(message(3, topic="   ")) == "Message 3."
-    empty = message(4).model_copy(update={"body": " "})
+    empty = message(4).replace(body=" ")
     assert row_title(empty) == "Message #4"
 
 

@@ -94,7 +94,9 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         # A cursor that moves with the next arrival (a divider changes too): still shown.
         receipt = await append(demo, "and acknowledged", sender="session-1", target="session-2")
         async with open_writer(demo) as writer:
-            (summary,) = [s for s in await writer.list_mailboxes("session-2") if s.id == target]
+            (summary,) = [
+                s for s in await writer.list_mailboxes(session_id="session-2") if s.id == target
+            ]
             cursor = summary.participant("session-2").processed_through
             await writer.acknowledge("session-2", target, cursor, receipt.sequence)
         await pilot.pause(WAIT)

@@ -275,7 +275,9 @@ async def _unread_by_session(path: Path, session_ids: list[str]) -> dict[str, in
 
     async with open_reader(path) as reader:
         return {
-            session_id: sum(m.unread_count for m in await reader.list_mailboxes(session_id))
+            session_id: sum(
+                m.unread_count for m in await reader.list_mailboxes(session_id=session_id)
+            )
             for session_id in session_ids
         }
 

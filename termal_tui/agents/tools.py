@@ -363,7 +363,7 @@ class AgentTools:
                     # append-boundary receipt (as TermAl logs and carries on).
                     self.writer.abandon_dispatch(receipt.message_id)
                     recorded = DURABLE_BUT_NOT_WOKEN
-                receipt = receipt.model_copy(update={"notification_disposition": recorded})
+                receipt = receipt.replace(notification_disposition=recorded)
             return receipt.to_wire() | {"sessionId": target.id, "resolvedFrom": reference}
 
         return await self._run(attempt, unknown=SEND_OUTCOME_UNKNOWN)
@@ -400,7 +400,9 @@ class AgentTools:
     async def list_mailboxes(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         async def attempt() -> list[dict[str, Any]]:
             await self.ensure_active(self.session_id)
-            return [s.to_wire() for s in await self.writer.list_mailboxes(self.session_id)]
+            return [
+                s.to_wire() for s in await self.writer.list_mailboxes(session_id=self.session_id)
+            ]
 
         return {"mailboxes": await self._run(attempt)}
 
@@ -411,7 +413,9 @@ class AgentTools:
 
         async def attempt() -> list[dict[str, Any]]:
             await self.ensure_active(self.session_id)
-            rows = await self.writer.read_range(self.session_id, mailbox_id, after, limit)
+            rows = await self.writer.read_range(
+                mailbox_id, after, limit, session_id=self.session_id
+            )
             return [m.to_wire() for m in rows]
 
         messages = await self._run(attempt)
@@ -423,7 +427,9 @@ class AgentTools:
 
         async def attempt() -> dict[str, Any]:
             await self.ensure_active(self.session_id)
-            return (await self.writer.read_message(self.session_id, message_id)).to_wire()
+            return (
+                await self.writer.read_message(message_id, session_id=self.session_id)
+            ).to_wire()
 
         message = await self._run(attempt)
         await self._engaged(str(message["mailboxId"]), int(message["sequence"]))

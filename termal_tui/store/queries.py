@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from termal_tui.models import (
     CONTROL_TOPIC,
+    ChangeToken,
     MailboxMessage,
     MailboxParticipant,
     MailboxSummary,
@@ -506,11 +507,14 @@ FROM mailboxes m WHERE m.id = ?
 """
 
 
-def probe(db: sqlite3.Connection, mailbox_id: str) -> tuple[object, object] | None:
+def probe(db: sqlite3.Connection, mailbox_id: str) -> ChangeToken | None:
     """A token that changes whenever a row is appended or a cursor or departure moves:
     two primary-key lookups, so an idle poll costs nothing close to a count."""
     row = db.execute(_PROBE, (mailbox_id,)).fetchone()
-    return None if row is None else (row[0], row[1])
+    if row is None:
+        return None
+    next_sequence = row[0] if type(row[0]) is int else -1
+    return ChangeToken(next_sequence, as_optional_text(row[1]) or "")
 
 
 def _build_summaries(db: sqlite3.Connection, rows: list[Any], human: bool) -> list[MailboxSummary]:

@@ -21,13 +21,12 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import aiosqlite
 
-from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage, trusted
+from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import queries
 from termal_tui.store.connection import (
     connect_read_only,
@@ -45,9 +44,6 @@ from termal_tui.store.formats import (
     clamp_read_limit,
 )
 from termal_tui.store.schema import SchemaInfo, verify_readable
-
-if TYPE_CHECKING:
-    from termal_tui.health import HealthReport, Thresholds
 
 T = TypeVar("T")
 
@@ -78,10 +74,12 @@ class MailboxReader:
         except sqlite3.Error as error:
             raise describe_error(self.path, error) from error
 
-    async def list_mailboxes(self, session_id: str | None = None) -> list[MailboxSummary]:
+    async def list_mailboxes(self, *, session_id: str | None = None) -> list[MailboxSummary]:
         return await self._snapshot(lambda db: queries.summaries(db, session_id))
 
-    async def get_mailbox(self, mailbox_id: str, session_id: str | None = None) -> MailboxSummary:
+    async def get_mailbox(
+        self, mailbox_id: str, *, session_id: str | None = None
+    ) -> MailboxSummary:
         def work(db: sqlite3.Connection) -> MailboxSummary:
             queries.authorize(db, mailbox_id, session_id)
             found = queries.summaries(db, session_id, mailbox_id)
@@ -91,7 +89,7 @@ class MailboxReader:
 
         return await self._snapshot(work)
 
-    async def get_head(self, mailbox_id: str, session_id: str | None = None) -> MailboxSummary:
+    async def get_head(self, mailbox_id: str, *, session_id: str | None = None) -> MailboxSummary:
         """Participants, cursors and the latest visible sequence, without the unread count
         (``unread_count`` is 0): cheap at any mailbox size."""
 
@@ -103,8 +101,9 @@ class MailboxReader:
 
         return await self._snapshot(work)
 
-    async def change_token(self, mailbox_id: str) -> tuple[object, object] | None:
-        """Changes whenever the mailbox gains a row or a cursor/departure moves."""
+    async def change_token(self, mailbox_id: str) -> ChangeToken | None:
+        """Changes whenever the mailbox gains a row or a cursor/departure moves (None: no
+        such mailbox)."""
         return await self._snapshot(lambda db: queries.probe(db, mailbox_id), single=True)
 
     async def read_range(
@@ -112,6 +111,7 @@ class MailboxReader:
         mailbox_id: str,
         after_sequence: int = 0,
         limit: int = READ_LIMIT_DEFAULT,
+        *,
         session_id: str | None = None,
     ) -> list[MailboxMessage]:
         """TermAl's read: ascending from ``after_sequence``, limit clamped to 1..=200."""
@@ -129,6 +129,7 @@ class MailboxReader:
         mailbox_id: str,
         before_sequence: int | None = None,
         limit: int = READ_LIMIT_DEFAULT,
+        *,
         session_id: str | None = None,
     ) -> MessagePage:
         """Newest-first keyset page below ``before_sequence`` with an honest ``has_older``."""
@@ -145,21 +146,19 @@ class MailboxReader:
 
         return await self._snapshot(work, single=True)
 
-    async def read_message(self, message_id: str, session_id: str | None = None) -> MailboxMessage:
+    async def read_message(
+        self, message_id: str, *, session_id: str | None = None
+    ) -> MailboxMessage:
         outcome = self.schema.has_dispatch_outcome
         return await self._snapshot(
             lambda db: queries.fetch_message(db, message_id, session_id, outcome), single=True
         )
 
-    async def health(
-        self, now: datetime | None = None, thresholds: Thresholds | None = None
-    ) -> HealthReport:
-        """Stuck hand-offs across every mailbox, in one read snapshot (see health.py)."""
-        from termal_tui.health import Thresholds, collect, utc_now  # health imports the store
-
-        moment = now or utc_now()
-        limits = thresholds or Thresholds()
-        return await self._snapshot(lambda db: collect(db, moment, limits))
+    async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the read-only connection as one read snapshot, in one thread
+        hop (for read models built above the store, such as health.py's report). The
+        connection is ``mode=ro`` with ``query_only``: ``work`` cannot write."""
+        return await self._snapshot(work)
 
     async def search_chunk(
         self,
@@ -167,6 +166,7 @@ class MailboxReader:
         needle: str,
         before: int | None = None,
         scan: int = 20_000,
+        *,
         session_id: str | None = None,
     ) -> tuple[list[MailboxMessage], int | None]:
         """One bounded step of a substring search, newest first (keyset: call again with

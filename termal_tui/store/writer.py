@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
@@ -28,14 +28,6 @@ from termal_tui.models import (
     MailboxMessage,
     MailboxSummary,
     UnreadWakeup,
-)
-from termal_tui.review import (
-    ReviewResult,
-    ReviewResultJSONError,
-    build_envelope,
-    parse_review_result,
-    review_idempotency_key,
-    review_state_stamp,
 )
 from termal_tui.store import queries
 from termal_tui.store.connection import (
@@ -75,6 +67,9 @@ from termal_tui.store.formats import (
     utc_now_ns,
 )
 from termal_tui.store.schema import ensure_schema
+
+if TYPE_CHECKING:
+    from termal_tui.review import ReviewResult
 
 T = TypeVar("T")
 
@@ -303,7 +298,7 @@ class MailboxWriter:
         # The original has no outcome yet: wait for its finalizer without the slot.
         remaining = self._deadline - (asyncio.get_running_loop().time() - started)
         outcome = await self._final_outcome(receipt.message_id, remaining)
-        return receipt.model_copy(update={"notification_disposition": outcome})
+        return receipt.replace(notification_disposition=outcome)
 
     async def _final_outcome(self, message_id: str, remaining: float) -> str:
         if not await self._admission.wait_finalized(message_id, remaining):
@@ -560,7 +555,11 @@ class MailboxWriter:
             for row in rows
         ]
 
-    async def list_mailboxes(self, session_id: str) -> list[MailboxSummary]:
+    # Reads as a participant. They take the same arguments in the same order as the
+    # reader's (``session_id`` keyword-only everywhere), but the session is required:
+    # the writer acts for an agent, and has no human view.
+
+    async def list_mailboxes(self, *, session_id: str) -> list[MailboxSummary]:
         """The caller's own summaries (its ``processedThrough`` is the next CAS's expected value)."""
         return await self._read(lambda db: queries.summaries(db, session_id))
 
@@ -578,10 +577,11 @@ class MailboxWriter:
 
     async def read_range(
         self,
-        session_id: str,
         mailbox_id: str,
         after_sequence: int = 0,
         limit: int = READ_LIMIT_DEFAULT,
+        *,
+        session_id: str,
     ) -> list[MailboxMessage]:
         """TermAl's per-session read (ascending, limit clamped to 1..=200); never moves a cursor."""
         after = check_count("afterSequence", after_sequence)
@@ -590,7 +590,7 @@ class MailboxWriter:
             lambda db: queries.fetch_range(db, mailbox_id, after, count, session_id, True)
         )
 
-    async def read_message(self, session_id: str, message_id: str) -> MailboxMessage:
+    async def read_message(self, message_id: str, *, session_id: str) -> MailboxMessage:
         """One exact message the caller may see (404 otherwise)."""
         return await self._read(lambda db: queries.fetch_message(db, message_id, session_id, True))
 
@@ -751,6 +751,16 @@ class MailboxWriter:
         result: ReviewResult | dict[str, Any],
     ) -> AppendReceipt:
         """Commit a structured review result as a control-plane row that never wakes anyone."""
+        # Imported here: review results are validated with pydantic, which costs every
+        # other command (hooks, send) ~70 ms of start-up.
+        from termal_tui.review import (
+            ReviewResultJSONError,
+            build_envelope,
+            parse_review_result,
+            review_idempotency_key,
+            review_state_stamp,
+        )
+
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             raise ValidationError("review-result submission attempt must be a positive integer")
         try:
@@ -779,7 +789,7 @@ class MailboxWriter:
         if receipt.duplicate:
             return receipt
         outcome = await self.record_dispatch_outcome(receipt.message_id, DURABLE_BUT_NOT_WOKEN)
-        return receipt.model_copy(update={"notification_disposition": outcome})
+        return receipt.replace(notification_disposition=outcome)
 
     async def close(self) -> None:
         # No finalizer survives the writer: pending outcomes resolve as after a restart.

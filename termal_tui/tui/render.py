@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from pydantic import ValidationError as PydanticValidationError
 from textual.content import Content
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
@@ -139,7 +138,7 @@ def review_envelope(message: MailboxMessage) -> ReviewEnvelope | None:
 
     try:
         return parse_envelope(message.body)
-    except (PydanticValidationError, ValueError):
+    except ValueError:  # pydantic's ValidationError is one
         return None
 
 

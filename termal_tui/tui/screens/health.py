@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.health import Finding, HealthReport, Thresholds, format_age
+from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
 from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
 
@@ -83,7 +83,7 @@ class HealthScreen(Screen[tuple[str, int] | None]):
     @work(exclusive=True, exit_on_error=False)
     async def load(self) -> None:
         now = self.clock() if self.clock is not None else None
-        report = await self.reader.health(now=now, thresholds=self.thresholds)
+        report = await health_report(self.reader, now=now, thresholds=self.thresholds)
         self.show(report)
 
     def show(self, report: HealthReport) -> None:

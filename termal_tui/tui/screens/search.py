@@ -75,7 +75,7 @@ class SearchScreen(ModalScreen[int | None]):
         shown = visible_line(needle, 60)
         while True:
             found, before = await self.reader.search_chunk(
-                self.mailbox_id, needle, before, SCAN_STEP, self.session_id
+                self.mailbox_id, needle, before, SCAN_STEP, session_id=self.session_id
             )
             self._add(found[: MAX_RESULTS - len(self.matches)])
             if len(self.matches) >= MAX_RESULTS:

@@ -16,7 +16,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from termal_tui.health import Thresholds
+from termal_tui.health import Thresholds, health_report
 from termal_tui.models import MailboxSummary
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
@@ -161,12 +161,14 @@ class MailboxIndex(Vertical, can_focus=True):
             return
         self.refreshing = True
         try:
-            summaries = await self.reader.list_mailboxes(self.session_id)
+            summaries = await self.reader.list_mailboxes(session_id=self.session_id)
             # The health markers cost a pass over every unread range: at most every 30 s.
             now = time.monotonic()
             if now - self._health_at >= HEALTH_EVERY_SECONDS:
                 self._health_at = now
-                report = await self.reader.health(now=self.clock(), thresholds=self.thresholds)
+                report = await health_report(
+                    self.reader, now=self.clock(), thresholds=self.thresholds
+                )
                 worst: dict[str, str] = {}
                 for finding in report.findings:  # ranked: the first per mailbox is worst
                     if finding.severity >= 2:

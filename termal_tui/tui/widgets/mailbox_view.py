@@ -351,8 +351,10 @@ class MailboxView(Vertical):
         self.reading = True
         try:
             token = await self.reader.change_token(self.mailbox_id)
-            page = await self.reader.read_page(self.mailbox_id, None, PAGE_SIZE, self.session_id)
-            head = await self.reader.get_head(self.mailbox_id, self.session_id)
+            page = await self.reader.read_page(
+                self.mailbox_id, None, PAGE_SIZE, session_id=self.session_id
+            )
+            head = await self.reader.get_head(self.mailbox_id, session_id=self.session_id)
         finally:
             self.reading = False
         self.post_message(PageLoaded(head, page, token))
@@ -364,7 +366,9 @@ class MailboxView(Vertical):
             return
         self.reading = True
         try:
-            page = await self.reader.read_page(self.mailbox_id, oldest, PAGE_SIZE, self.session_id)
+            page = await self.reader.read_page(
+                self.mailbox_id, oldest, PAGE_SIZE, session_id=self.session_id
+            )
         finally:
             self.reading = False
         self.post_message(OlderLoaded(page))
@@ -383,7 +387,7 @@ class MailboxView(Vertical):
             if token == self._token and not force:
                 self.post_message(RefreshLoaded(None, [], False, token))
                 return
-            head = await self.reader.get_head(self.mailbox_id, self.session_id)
+            head = await self.reader.get_head(self.mailbox_id, session_id=self.session_id)
             newest = self.model.newest_sequence
             fresh: list[MailboxMessage] = []
             more = False
@@ -394,7 +398,7 @@ class MailboxView(Vertical):
                 more = head.latest_sequence > newest
             while room > 0:
                 batch = await self.reader.read_range(
-                    self.mailbox_id, newest, READ_LIMIT_MAX, self.session_id
+                    self.mailbox_id, newest, READ_LIMIT_MAX, session_id=self.session_id
                 )
                 fresh.extend(batch)
                 if len(batch) < READ_LIMIT_MAX:
@@ -425,15 +429,20 @@ class MailboxView(Vertical):
             if self.highlight_sequence(sequence):
                 return
         token = await self.reader.change_token(self.mailbox_id)
-        next_sequence = int(token[0]) if token and isinstance(token[0], int) else 0
+        next_sequence = max(token.next_sequence, 0) if token else 0
         page = await self.reader.read_page(
-            self.mailbox_id, sequence + JUMP_CONTEXT + 1, 2 * JUMP_CONTEXT + 1, self.session_id
+            self.mailbox_id,
+            sequence + JUMP_CONTEXT + 1,
+            2 * JUMP_CONTEXT + 1,
+            session_id=self.session_id,
         )
         self.post_message(JumpLoaded(sequence, page, next_sequence))
 
     @work(group="read", exclusive=False, exit_on_error=False)
     async def load_gap(self, gap: Gap) -> None:
-        page = await self.reader.read_page(self.mailbox_id, gap.newer, PAGE_SIZE, self.session_id)
+        page = await self.reader.read_page(
+            self.mailbox_id, gap.newer, PAGE_SIZE, session_id=self.session_id
+        )
         self.post_message(GapLoaded(gap, page))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
