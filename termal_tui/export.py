@@ -1,4 +1,5 @@
-"""``termal-tui export DB --mailbox ID [--from N] [--to M] [--format jsonl|markdown]``.
+"""Export records: a mailbox's messages as JSONL or Markdown (headless; the command is
+``cli/export.py``, and the viewer's ``e`` uses these too).
 
 Messages with their derived state, read-only. JSONL is exact: each line is TermAl's
 ``MailboxMessage`` wire object plus ``processed`` and ``dispatchOutcome``. Markdown is for
@@ -7,20 +8,16 @@ people: every control or invisible character stays escaped as a visible stand-in
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import re
-import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TextIO
 
+from termal_tui.formats import READ_LIMIT_MAX
 from termal_tui.models import MailboxMessage, MailboxSummary
 from termal_tui.presentation import format_time, is_processed, row_title
 from termal_tui.sanitize import visible, visible_line
-from termal_tui.store.errors import StoreError
-from termal_tui.store.formats import READ_LIMIT_MAX
 from termal_tui.store.reader import MailboxReader, open_reader
 
 
@@ -87,49 +84,3 @@ async def write_export(
                 out.write(markdown_block(message, summary) + "\n")
             count += 1
         return count
-
-
-def main(argv: Sequence[str], default_db: Path) -> int:
-    parser = argparse.ArgumentParser(
-        prog="termal-tui export", description="Export a mailbox's messages (read-only)."
-    )
-    parser.add_argument("db", nargs="?", help="coordination database (default as the viewer)")
-    parser.add_argument("--mailbox", metavar="ID", required=True)
-    parser.add_argument("--session", metavar="ID", help="as this participant (TermAl's view)")
-    parser.add_argument("--from", dest="first", metavar="N", type=int, default=1)
-    parser.add_argument("--to", dest="last", metavar="M", type=int, default=None)
-    parser.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl")
-    parser.add_argument("--output", metavar="FILE", help="write here instead of stdout")
-    args = parser.parse_args(argv)
-    path = Path(args.db).expanduser() if args.db else default_db
-    if args.first < 1 or (args.last is not None and args.last < args.first):
-        print("termal-tui export: error: --from must be ≥ 1 and --to ≥ --from.", file=sys.stderr)
-        return 2
-    try:
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                asyncio.run(_run(path, args, handle))
-        else:
-            asyncio.run(_run(path, args, sys.stdout))
-    except StoreError as error:
-        print(f"termal-tui export: error: {visible_line(str(error), 500)}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        print(
-            f"termal-tui export: error: cannot write {args.output}: {error.strerror}.",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-async def _run(path: Path, args: argparse.Namespace, out: TextIO) -> int:
-    return await write_export(
-        path,
-        args.mailbox,
-        out,
-        first=args.first,
-        last=args.last,
-        fmt=args.format,
-        session=args.session,
-    )

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from termal_tui.formats import parse_timestamp
 from termal_tui.models import CONTROL_TOPIC
 from termal_tui.store import queries
-from termal_tui.store.formats import parse_timestamp
 
 if TYPE_CHECKING:
     from termal_tui.store.reader import MailboxReader

@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary, UnreadWakeup
+from termal_tui.formats import parse_timestamp, preview
+from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.sanitize import visible_line
-from termal_tui.store.formats import parse_timestamp, preview
 
 __all__ = [
     "first_sentence",
@@ -19,7 +19,6 @@ __all__ = [
     "preview",
     "row_title",
     "summary_title",
-    "wake_prompt",
 ]
 
 # JavaScript's \s (what TermAl's UI uses): Unicode White_Space plus U+FEFF.
@@ -74,19 +73,6 @@ def lagging_participants(
     latest visible one)."""
     top = summary.latest_sequence if latest is None else latest
     return [p for p in summary.participants if p.processed_through < top]
-
-
-def wake_prompt(wake: UnreadWakeup) -> str:
-    """TermAl's compact wake-up prompt: metadata only, never the body (compat §1.8)."""
-    return (
-        "[TermAl mailbox notification]\n"
-        f"Mailbox `{wake.mailbox_id}` has {wake.unread_count} unread message(s). "
-        f"Latest inbound: #{wake.sequence} from {wake.sender_name}.\n"
-        "First use `termal_list_mailboxes` to obtain your current `processedThrough` cursor, "
-        "then use `termal_read_mailbox` with this mailbox id to fetch durable message bodies. "
-        "After processing, call `termal_acknowledge_mailbox` with that cursor as "
-        "`expectedProcessedThrough`."
-    )
 
 
 def format_time(created_at: str) -> str:

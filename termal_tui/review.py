@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-from termal_tui.store.formats import rust_trim
+from termal_tui.formats import rust_trim
 
 REVIEW_SCHEMA_VERSION: Final = 1
 REVIEW_KIND: Final = "delegationReviewResult"
@@ -310,7 +310,10 @@ def build_envelope(
     }
     text = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode("utf-8")) > MAX_ENVELOPE_BYTES:
-        raise ValueError(f"delegation review result envelope exceeds {MAX_ENVELOPE_BYTES} bytes")
+        raise ValueError(
+            f"delegation review result exceeds the {MAX_ENVELOPE_BYTES}-byte aggregate envelope "
+            "limit; reduce findings, commands, files, notes, or suggested tracker updates and retry"
+        )
     return text
 
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.cli import (
+from termal_tui.agents.hooks import hook_output
+from termal_tui.cli import main
+from termal_tui.cli.common import (
     EXIT_BUSY,
     EXIT_CONFLICT,
     EXIT_INVALID,
     EXIT_NOT_FOUND,
     EXIT_OK,
-    derived_key,
-    hook_output,
 )
-from termal_tui.cli import main
+from termal_tui.cli.mail import derived_key
 from tests.helpers import rows
 
 STATES = "SELECT sequence, notification_disposition FROM mailbox_messages ORDER BY sequence"

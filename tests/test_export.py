@@ -64,7 +64,7 @@ def test_export_cli_writes_a_file_and_refuses_bad_ranges(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert missing.returncode == 3 and "does not exist" in missing.stderr  # not found
     backwards = subprocess.run(
         [
             sys.executable,
@@ -81,7 +81,7 @@ def test_export_cli_writes_a_file_and_refuses_bad_ranges(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert backwards.returncode == 2 and "--to ≥ --from" in backwards.stderr
+    assert backwards.returncode == 2 and "--to must be at least --from" in backwards.stderr
 
 
 async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkeypatch):

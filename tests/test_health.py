@@ -83,10 +83,16 @@ async def test_doctor_json_shape_and_exit_code(writer, db_path):
     assert table.returncode == 1 and "stuck hand-offs" in table.stdout
 
 
-def test_doctor_on_a_bad_file_is_one_sentence_and_exit_2(tmp_path):
+def test_doctor_on_a_bad_file_is_one_sentence_and_its_own_exit_code(tmp_path):
+    # Not 2: that is the usage error's code alone; a missing file is "not found" (3) and
+    # a file that is not a database "invalid" (8), as in every command.
     result = _doctor(str(tmp_path / "missing.sqlite"))
-    assert result.returncode == 2
+    assert result.returncode == 3
     assert result.stderr.count("\n") == 1 and "does not exist" in result.stderr
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database")
+    result = _doctor("--db", str(garbage))
+    assert result.returncode == 8 and "is not a SQLite database" in result.stderr
     assert _doctor("--lagging-after", "-1").returncode == 2  # usage error
 
 

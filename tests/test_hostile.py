@@ -241,7 +241,7 @@ def test_the_cli_quotes_database_text_visibly_and_capped(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "termal_tui", str(path)], capture_output=True, text=True, timeout=60
     )
-    assert result.returncode == 1
+    assert result.returncode == 8  # invalid: not a coordination database
     assert "unsupported SQLite coordination schema version `9␛]52;c;" in result.stderr
     assert_inert(result.stderr.rstrip("\n"))
     assert len(result.stderr) < 700 and len(result.stderr.strip().splitlines()) == 1
@@ -339,7 +339,7 @@ def test_a_fifo_is_refused_at_once_with_one_sentence(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "termal_tui", str(fifo)], capture_output=True, text=True, timeout=30
     )
-    assert result.returncode == 1
+    assert result.returncode == 8  # invalid: not a coordination database
     assert "is a FIFO; a coordination database is a regular file" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from termal_tui.formats import MAX_BODY_BYTES
 from termal_tui.store import ConflictError, ValidationError
-from termal_tui.store.formats import MAX_BODY_BYTES
 from tests.helpers import cursors, rows, send
 
 

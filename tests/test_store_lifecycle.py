@@ -141,8 +141,8 @@ async def test_wakeups_exclude_control_topic(writer):
 
 
 async def test_wakeup_prompt_text_matches_termal():
+    from termal_tui.agents.prompts import wake_prompt
     from termal_tui.models import UnreadWakeup
-    from termal_tui.presentation import wake_prompt
 
     wake = UnreadWakeup(
         mailbox_id="mailbox-1",

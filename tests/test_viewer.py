@@ -367,14 +367,18 @@ def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database")
     cases = [
-        ((str(tmp_path / "missing.sqlite"),), "does not exist. Try `termal-tui --demo`"),
-        ((str(garbage),), "is not a SQLite database"),
-        ((str(demo_db), "--mailbox", "mailbox-nope"), "no visible mailbox with id `mailbox-nope`"),
-        ((str(demo_db), "--session", "session-nope"), "no mailbox participant has session id"),
+        ((str(tmp_path / "missing.sqlite"),), 3, "does not exist. Try `termal-tui --demo`"),
+        (("--db", str(garbage)), 8, "is not a SQLite database"),
+        (
+            (str(demo_db), "--mailbox", "mailbox-nope"),
+            3,
+            "no visible mailbox with id `mailbox-nope`",
+        ),
+        ((str(demo_db), "--session", "session-nope"), 3, "no mailbox participant has session id"),
     ]
-    for args, expected in cases:
+    for args, code, expected in cases:
         result = _cli(*args)
-        assert result.returncode == 1, args
+        assert result.returncode == code, args
         assert expected in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
     assert _cli("--version").stdout.strip() == "termal-tui 0.1.0"

@@ -28,8 +28,8 @@ from termal_tui import __version__
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
+from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.models import UnreadWakeup
-from termal_tui.store.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.store.writer import open_writer
 
 CHANNEL_CAPABILITY = "claude/channel"

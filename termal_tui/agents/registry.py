@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from termal_tui.formats import format_timestamp, utc_now_ns
 from termal_tui.store.connection import harden_files, prepare_state_dir
 from termal_tui.store.errors import (
     ConflictError,
@@ -31,7 +32,6 @@ from termal_tui.store.errors import (
     StorageError,
     ValidationError,
 )
-from termal_tui.store.formats import format_timestamp, utc_now_ns
 
 REGISTRY_FILENAME = "termal-tui-sessions.sqlite"
 REGISTRY_VERSION = 1
@@ -298,19 +298,23 @@ class Registry:
             ).fetchone()
         return None if row is None else _session(row)
 
-    def find_live_by_name(self, name: str) -> list[Session]:
-        return self._by_name(name, "removed_at IS NULL ORDER BY created_at, id")
-
-    def find_removed_by_name(self, name: str) -> list[Session]:
-        return self._by_name(name, "removed_at IS NOT NULL ORDER BY removed_at DESC")
-
-    def _by_name(self, name: str, condition: str) -> list[Session]:
+    def by_name(self, name: str) -> list[Session]:
+        """Every session with this name (case-insensitive), live and removed, oldest first:
+        one query, for callers that tell the cases apart."""
         with self._connect(write=False) as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND {condition}",
+                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? ORDER BY created_at, id",
                 (name_key(name.strip()),),
             ).fetchall()
         return [_session(row) for row in rows]
+
+    def find_live_by_name(self, name: str) -> list[Session]:
+        return [s for s in self.by_name(name) if s.live]
+
+    def find_removed_by_name(self, name: str) -> list[Session]:
+        """Removed sessions with this name, the most recently removed first."""
+        removed = [s for s in self.by_name(name) if not s.live]
+        return sorted(removed, key=lambda s: s.removed_at or "", reverse=True)
 
     def resolve_own(self, reference: str) -> Session:
         """A live session by exact id or case-insensitive name (for --as / --session)."""

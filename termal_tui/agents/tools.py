@@ -20,17 +20,25 @@ from typing import Any, TypeVar
 
 from termal_tui.agents.registry import Registry, Session
 from termal_tui.agents.wake import nudge
+from termal_tui.formats import (
+    CLASS_NOT_SUPPORTED,
+    MAX_IDEMPOTENCY_KEY_BYTES,
+    READ_LIMIT_DEFAULT,
+    class_supported,
+    idempotency_key_too_long,
+)
 from termal_tui.models import (
     DELIVERED_TO_IDLE_SESSION,
     DURABLE_BUT_NOT_WOKEN,
     QUEUED_BEHIND_ACTIVE_TURN,
-    ROUTINE_CLASS,
+    AppendReceipt,
+    MailboxMessage,
+    MailboxSummary,
 )
 from termal_tui.store.errors import (
     RetryableError,
     StoreError,
 )
-from termal_tui.store.formats import MAX_IDEMPOTENCY_KEY_BYTES, READ_LIMIT_DEFAULT
 from termal_tui.store.writer import MailboxWriter
 
 T = TypeVar("T")
@@ -129,14 +137,26 @@ def _optional_string(value: object) -> str | None:
 
 
 def required_string(arguments: Mapping[str, Any], label: str) -> str:
-    value = _optional_string(arguments.get(label))
+    return _required(arguments.get(label), label)
+
+
+def _required(raw: object, label: str) -> str:
+    """TermAl's bridge: a string argument, trimmed, that must not be blank."""
+    value = _optional_string(raw)
     if value is None:
         raise ToolError(400, f"{label} is required")
     return value
 
 
 def required_identifier(arguments: Mapping[str, Any], label: str) -> str:
-    value = required_string(arguments, label)
+    return check_identifier(required_string(arguments, label), label)
+
+
+def check_identifier(raw: str, label: str) -> str:
+    """TermAl's path-identifier rule for ids handed to a tool (trimmed; 400 otherwise)."""
+    value = raw.strip()
+    if not value:
+        raise ToolError(400, f"{label} is required")
     if any(ch in "/?#%\\" or ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in value):
         raise ToolError(400, f"{label} must not contain /, \\, ?, #, %, or control characters")
     if value in (".", ".."):
@@ -165,8 +185,40 @@ class WakeTiming:
     step: float = 0.02
 
 
+@dataclass(frozen=True, slots=True)
+class SendReceipt:
+    """A send's answer: TermAl's append receipt, the peer it went to, and how it was named."""
+
+    receipt: AppendReceipt
+    target: Session
+    resolved_from: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.receipt.to_wire() | {
+            "sessionId": self.target.id,
+            "resolvedFrom": self.resolved_from,
+        }
+
+
+def session_wire(session: Session) -> dict[str, Any]:
+    """One entry of ``termal_list_sessions``."""
+    return {
+        "sessionId": session.id,
+        "name": session.name,
+        "agent": session.agent,
+        "status": session.status,
+        "workdir": session.workdir,
+        "preview": None,
+    }
+
+
 class AgentTools:
-    """The six tools, serving one session."""
+    """The six tools, serving one session: a typed API (the CLI calls it) and
+    :meth:`call`, TermAl's JSON tool calls over it (the MCP server calls that).
+
+    Every registry call runs in a worker thread (``asyncio.to_thread``): the registry is
+    synchronous SQLite with a busy timeout, and must never block the event loop.
+    """
 
     def __init__(
         self,
@@ -186,23 +238,6 @@ class AgentTools:
         self._sleep = sleep
         # Set by a channel server: the agent engaged with (mailbox, through sequence).
         self.on_engaged: Callable[[str, int], Awaitable[None]] | None = None
-
-    # ------------------------------------------------------------ dispatch
-
-    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> Any:
-        """Run one tool by TermAl's name; returns its JSON result or raises ToolError."""
-        handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[Any]]] = {
-            "termal_send_to_session": self.send_to_session,
-            "termal_list_sessions": self.list_sessions,
-            "termal_list_mailboxes": self.list_mailboxes,
-            "termal_read_mailbox": self.read_mailbox,
-            "termal_read_mailbox_message": self.read_mailbox_message,
-            "termal_acknowledge_mailbox": self.acknowledge_mailbox,
-        }
-        handler = handlers.get(name)
-        if handler is None:
-            raise ToolError(400, f"unknown tool `{name}`")
-        return await handler(dict(arguments or {}))
 
     # ------------------------------------------------------------ plumbing
 
@@ -229,11 +264,16 @@ class AgentTools:
         except Exception as error:
             raise as_tool_error(error, unknown) from error
 
-    async def ensure_active(self, session_id: str) -> Session:
+    async def _session(self, session_id: str) -> Session | None:
+        return await asyncio.to_thread(self.registry.get, session_id)
+
+    async def ensure_active(self, session_id: str, known: Session | None = None) -> Session:
         """TermAl's ``ensure_mailbox_session_active``: validate, clear stale ``left_at``
         markers, revalidate; if the session was removed meanwhile, put back exactly the
-        markers this call cleared."""
-        await self._live(session_id)
+        markers this call cleared. ``known`` is the session as just looked up (its first
+        validation), so a send resolves its peer once and revalidates once."""
+        if known is None or not known.live:
+            await self._live(session_id)
         cleared = await self.writer.reactivate_session(session_id)
         try:
             return await self._live(session_id)
@@ -242,49 +282,37 @@ class AgentTools:
             raise
 
     async def _live(self, session_id: str) -> Session:
-        session = self.registry.get(session_id)
+        session = await self._session(session_id)
         if session is None or not session.live:
             raise ToolError(404, "session not found")
         return session
 
     # ------------------------------------------------------------ peers
 
-    async def list_sessions(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        async def attempt() -> list[Session]:
-            return self.registry.sessions()
-
-        sessions = await self._run(attempt)
-        return {
-            "sessions": [
-                {
-                    "sessionId": s.id,
-                    "name": s.name,
-                    "agent": s.agent,
-                    "status": s.status,
-                    "workdir": s.workdir,
-                    "preview": None,
-                }
-                for s in sessions
-            ]
-        }
+    async def sessions(self) -> list[Session]:
+        """``termal_list_sessions``: every live session, this one included."""
+        return await self._run(lambda: asyncio.to_thread(self.registry.sessions))
 
     async def resolve_target(self, reference: str) -> Session:
         """A peer by exact ``session-`` id or case-insensitive name; self, unknown, removed
         and ambiguous references fail with distinct messages."""
+        return await asyncio.to_thread(self._resolve_target, reference)
+
+    def _resolve_target(self, reference: str) -> Session:
         self_message = (
             f"`{reference}` is this session — termal_send_to_session delivers to a PEER "
             "session, not to yourself"
+        )
+        unknown = (
+            f"no root session has id or name `{reference}` — call termal_list_sessions to "
+            "see the available sessions and their ids"
         )
         if reference.startswith("session-"):
             if reference == self.session_id:
                 raise ToolError(400, self_message)
             found = self.registry.get(reference)
             if found is None:
-                raise ToolError(
-                    404,
-                    f"no root session has id or name `{reference}` — call termal_list_sessions "
-                    "to see the available sessions and their ids",
-                )
+                raise ToolError(404, unknown)
             if not found.live:
                 raise ToolError(
                     404,
@@ -293,9 +321,12 @@ class AgentTools:
                     "receive messages",
                 )
             return found
-        matches = self.registry.find_live_by_name(reference)
-        if not matches:
-            removed = self.registry.find_removed_by_name(reference)
+        matches = self.registry.by_name(reference)
+        live = [s for s in matches if s.live]
+        if not live:
+            removed = sorted(
+                (s for s in matches if not s.live), key=lambda s: s.removed_at or "", reverse=True
+            )
             if removed:
                 raise ToolError(
                     404,
@@ -303,58 +334,67 @@ class AgentTools:
                     f"(it was {removed[0].id}); its mailbox history stays readable but it "
                     "cannot receive messages",
                 )
-            raise ToolError(
-                404,
-                f"no root session has id or name `{reference}` — call termal_list_sessions to "
-                "see the available sessions and their ids",
-            )
-        if len(matches) > 1:
-            listed = ", ".join(f"{s.id} ({s.name})" for s in matches)
+            raise ToolError(404, unknown)
+        if len(live) > 1:
+            listed = ", ".join(f"{s.id} ({s.name})" for s in live)
             raise ToolError(
                 400,
                 f"session name `{reference}` is ambiguous — matches {listed}; pass the exact "
                 "sessionId",
             )
-        if matches[0].id == self.session_id:
+        if live[0].id == self.session_id:
             raise ToolError(400, self_message)
-        return matches[0]
+        return live[0]
 
-    async def send_to_session(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        reference = required_identifier(arguments, "sessionId")
-        message = required_string(arguments, "message")
-        key = required_string(arguments, "idempotencyKey")
-        if len(key.encode()) > MAX_IDEMPOTENCY_KEY_BYTES:
+    async def send(
+        self,
+        target: str | Session,
+        message: str,
+        idempotency_key: str,
+        *,
+        topic: str | None = None,
+        state_stamp: str | None = None,
+        message_class: str | None = None,
+    ) -> SendReceipt:
+        """``termal_send_to_session``: ``target`` is a peer's id or name (trimmed here, as
+        TermAl's bridge trims every argument), or the peer as :meth:`resolve_target`
+        returned it. The contract's rules (class, key length, body) are the store's; the
+        bridge's wording for them is kept here."""
+        if isinstance(target, Session):
+            reference = target.id
+        else:
+            reference = check_identifier(target, "sessionId")
+        message = _required(message, "message")
+        idempotency_key = _required(idempotency_key, "idempotencyKey")
+        topic, state_stamp = _optional_string(topic), _optional_string(state_stamp)
+        message_class = _optional_string(message_class)
+        if idempotency_key_too_long(idempotency_key):
             raise ToolError(400, f"idempotencyKey exceeds {MAX_IDEMPOTENCY_KEY_BYTES} bytes")
-        topic = _optional_string(arguments.get("topic"))
-        state_stamp = _optional_string(arguments.get("stateStamp"))
-        message_class = _optional_string(arguments.get("class"))
-        if message_class is not None and message_class != ROUTINE_CLASS:
-            raise ToolError(
-                400,
-                "durable mailboxes currently support only class `routine`; STOP/urgent "
-                "delivery is not active",
-            )
-        target = await self._run(lambda: self.resolve_target(reference))
+        if not class_supported(message_class):
+            raise ToolError(400, CLASS_NOT_SUPPORTED)
+        if isinstance(target, Session):
+            peer = target
+        else:
+            peer = await self._run(lambda: self.resolve_target(reference))
 
-        async def attempt() -> dict[str, Any]:
+        async def attempt() -> SendReceipt:
             sender = await self.ensure_active(self.session_id)
-            receiver = await self.ensure_active(target.id)
+            receiver = await self.ensure_active(peer.id, known=peer)
             receipt = await self.writer.append(
                 sender_session_id=sender.id,
                 sender_name=sender.name,
                 target_session_id=receiver.id,
                 target_name=receiver.name,
                 body=message,
-                idempotency_key=key,
+                idempotency_key=idempotency_key,
                 topic=topic,
                 state_stamp=state_stamp,
+                message_class=message_class,
                 finalizing=True,
             )
             if not receipt.duplicate:
                 try:
-                    outcome = await self._dispatch(
-                        receiver.id, receipt.mailbox_id, receipt.sequence, receipt.message_id
-                    )
+                    outcome = await self._dispatch(receiver, receipt)
                     recorded = await self.writer.record_dispatch_outcome(
                         receipt.message_id, outcome
                     )
@@ -364,32 +404,31 @@ class AgentTools:
                     self.writer.abandon_dispatch(receipt.message_id)
                     recorded = DURABLE_BUT_NOT_WOKEN
                 receipt = receipt.replace(notification_disposition=recorded)
-            return receipt.to_wire() | {"sessionId": target.id, "resolvedFrom": reference}
+            return SendReceipt(receipt, receiver, reference)
 
         return await self._run(attempt, unknown=SEND_OUTCOME_UNKNOWN)
 
-    async def _dispatch(
-        self, receiver_id: str, mailbox_id: str, sequence: int, message_id: str
-    ) -> str:
-        """TermAl's three receipt outcomes, told honestly from what the registry knows."""
-        receiver = self.registry.get(receiver_id)
-        if receiver is None or not receiver.live:
-            return DURABLE_BUT_NOT_WOKEN
+    async def _dispatch(self, receiver: Session, receipt: AppendReceipt) -> str:
+        """TermAl's three receipt outcomes, told honestly from what the registry knows of
+        the receiver (as revalidated by this send)."""
         connected = receiver.channel_connected()
         if connected:
-            nudge(self.registry, receiver_id)
+            nudge(self.registry, receiver.id)
         if receiver.in_turn:
             return QUEUED_BEHIND_ACTIVE_TURN
         if not connected:
             return DURABLE_BUT_NOT_WOKEN
-        if self.registry.has_pending_wake(receiver_id, mailbox_id):
+        pending = await asyncio.to_thread(
+            self.registry.has_pending_wake, receiver.id, receipt.mailbox_id
+        )
+        if pending:
             # One pending wake per mailbox: this message rides the one already pushed.
             return DURABLE_BUT_NOT_WOKEN
         # The receiver's channel server pushes the wake and marks the row delivered only
         # after the notification was written; wait a short while for that to happen.
         give_up = time.monotonic() + self.wake.wait
         while time.monotonic() < give_up:
-            state = await self.writer.notification_state(message_id)
+            state = await self.writer.notification_state(receipt.message_id)
             if state == DELIVERED_TO_IDLE_SESSION:
                 return DELIVERED_TO_IDLE_SESSION
             await asyncio.sleep(self.wake.step)
@@ -397,62 +436,127 @@ class AgentTools:
 
     # ------------------------------------------------------------ mailboxes
 
-    async def list_mailboxes(self, _arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        async def attempt() -> list[dict[str, Any]]:
+    async def mailboxes(self) -> list[MailboxSummary]:
+        """``termal_list_mailboxes``: this session's mailboxes with its cursor in each."""
+
+        async def attempt() -> list[MailboxSummary]:
             await self.ensure_active(self.session_id)
-            return [
-                s.to_wire() for s in await self.writer.list_mailboxes(session_id=self.session_id)
-            ]
+            return await self.writer.list_mailboxes(session_id=self.session_id)
 
-        return {"mailboxes": await self._run(attempt)}
+        return await self._run(attempt)
 
-    async def read_mailbox(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        mailbox_id = required_identifier(arguments, "mailboxId")
-        after = count_argument(arguments, "afterSequence", 0)
-        limit = count_argument(arguments, "limit", READ_LIMIT_DEFAULT)
+    async def read(
+        self, mailbox_id: str, after_sequence: int = 0, limit: int = READ_LIMIT_DEFAULT
+    ) -> list[MailboxMessage]:
+        """``termal_read_mailbox``: ascending after ``after_sequence``; never moves a cursor."""
+        mailbox_id = check_identifier(mailbox_id, "mailboxId")
 
-        async def attempt() -> list[dict[str, Any]]:
+        async def attempt() -> list[MailboxMessage]:
             await self.ensure_active(self.session_id)
-            rows = await self.writer.read_range(
-                mailbox_id, after, limit, session_id=self.session_id
+            return await self.writer.read_range(
+                mailbox_id, after_sequence, limit, session_id=self.session_id
             )
-            return [m.to_wire() for m in rows]
 
         messages = await self._run(attempt)
-        await self._engaged(mailbox_id, max((m["sequence"] for m in messages), default=after))
-        return {"mailboxId": mailbox_id, "messages": messages}
+        await self._engaged(mailbox_id, max((m.sequence for m in messages), default=after_sequence))
+        return messages
 
-    async def read_mailbox_message(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        message_id = required_identifier(arguments, "messageId")
+    async def read_message(self, message_id: str) -> MailboxMessage:
+        """``termal_read_mailbox_message``: one exact message this session may see."""
+        message_id = check_identifier(message_id, "messageId")
 
-        async def attempt() -> dict[str, Any]:
+        async def attempt() -> MailboxMessage:
             await self.ensure_active(self.session_id)
-            return (
-                await self.writer.read_message(message_id, session_id=self.session_id)
-            ).to_wire()
+            return await self.writer.read_message(message_id, session_id=self.session_id)
 
         message = await self._run(attempt)
-        await self._engaged(str(message["mailboxId"]), int(message["sequence"]))
+        await self._engaged(message.mailbox_id, message.sequence)
         return message
 
-    async def acknowledge_mailbox(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        mailbox_id = required_identifier(arguments, "mailboxId")
-        expected = count_argument(arguments, "expectedProcessedThrough")
-        through = count_argument(arguments, "processedThrough")
+    async def acknowledge(
+        self, mailbox_id: str, expected_processed_through: int, processed_through: int
+    ) -> MailboxSummary:
+        """``termal_acknowledge_mailbox``: compare-and-swap this session's cursor forward."""
+        mailbox_id = check_identifier(mailbox_id, "mailboxId")
 
-        async def attempt() -> dict[str, Any]:
+        async def attempt() -> MailboxSummary:
             await self.ensure_active(self.session_id)
-            summary = await self.writer.acknowledge(self.session_id, mailbox_id, expected, through)
-            return summary.to_wire()
+            return await self.writer.acknowledge(
+                self.session_id, mailbox_id, expected_processed_through, processed_through
+            )
 
         summary = await self._run(attempt, unknown=ACK_OUTCOME_UNKNOWN)
-        await self._engaged(mailbox_id, through)
+        await self._engaged(mailbox_id, processed_through)
         return summary
 
     async def _engaged(self, mailbox_id: str, through: int) -> None:
         if self.on_engaged is not None:
             with contextlib.suppress(StoreError):  # wake bookkeeping; the result stands
                 await self.on_engaged(mailbox_id, through)
+
+    # ------------------------------------------------------------ TermAl's JSON calls
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None) -> Any:
+        """Run one tool by TermAl's name on its JSON arguments; returns its JSON result or
+        raises ToolError. Arguments are parsed as TermAl's bridge does, then the typed
+        method above runs."""
+        handler = _JSON_CALLS.get(name)
+        if handler is None:
+            raise ToolError(400, f"unknown tool `{name}`")
+        return await handler(self, dict(arguments or {}))
+
+
+async def _json_send(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    target = required_string(arguments, "sessionId")
+    message = required_string(arguments, "message")
+    key = required_string(arguments, "idempotencyKey")
+    sent = await tools.send(
+        target,
+        message,
+        key,
+        topic=_optional_string(arguments.get("topic")),
+        state_stamp=_optional_string(arguments.get("stateStamp")),
+        message_class=_optional_string(arguments.get("class")),
+    )
+    return sent.to_wire()
+
+
+async def _json_sessions(tools: AgentTools, _arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return {"sessions": [session_wire(s) for s in await tools.sessions()]}
+
+
+async def _json_mailboxes(tools: AgentTools, _arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return {"mailboxes": [s.to_wire() for s in await tools.mailboxes()]}
+
+
+async def _json_read(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    mailbox_id = required_identifier(arguments, "mailboxId")
+    after = count_argument(arguments, "afterSequence", 0)
+    limit = count_argument(arguments, "limit", READ_LIMIT_DEFAULT)
+    messages = await tools.read(mailbox_id, after, limit)
+    return {"mailboxId": mailbox_id, "messages": [m.to_wire() for m in messages]}
+
+
+async def _json_read_message(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return (await tools.read_message(required_identifier(arguments, "messageId"))).to_wire()
+
+
+async def _json_acknowledge(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    mailbox_id = required_identifier(arguments, "mailboxId")
+    expected = count_argument(arguments, "expectedProcessedThrough")
+    through = count_argument(arguments, "processedThrough")
+    return (await tools.acknowledge(mailbox_id, expected, through)).to_wire()
+
+
+_JSON_CALLS: dict[str, Callable[[AgentTools, Mapping[str, Any]], Awaitable[Any]]] = {
+    "termal_send_to_session": _json_send,
+    "termal_list_sessions": _json_sessions,
+    "termal_list_mailboxes": _json_mailboxes,
+    "termal_read_mailbox": _json_read,
+    "termal_read_mailbox_message": _json_read_message,
+    "termal_acknowledge_mailbox": _json_acknowledge,
+}
+assert tuple(_JSON_CALLS) == TOOL_NAMES
 
 
 def as_tool_error(error: BaseException, unknown: str | None = None) -> ToolError:

@@ -4,7 +4,7 @@ Both follow the spec's wake lifecycle: the rows a wake covers advance to
 ``recoveredWake`` when the wake is materialized, and to ``deliveredToIdleSession``
 only after the prompt was actually written (to stdout for a hook, to the MCP
 transport for a channel). A wake that could not be written leaves its rows
-recoverable. Wakes carry metadata only (``presentation.wake_prompt``), never bodies.
+recoverable. Wakes carry metadata only (``prompts.wake_prompt``), never bodies.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry
+from termal_tui.formats import NEVER_WOKEN_PASS_CAP
 from termal_tui.models import UnreadWakeup
-from termal_tui.presentation import wake_prompt
 from termal_tui.store.errors import StoreError
-from termal_tui.store.formats import NEVER_WOKEN_PASS_CAP
 from termal_tui.store.writer import MailboxWriter
 
 T = TypeVar("T")

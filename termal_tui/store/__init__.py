@@ -1,25 +1,39 @@
 """Public store API: ``open_reader`` (read-only), ``open_writer`` (delivery contract), errors.
 
-The writer is loaded lazily, so importing the reader (as the viewer does) never
-loads a module that can write.
+Everything is loaded on first use (PEP 562), so importing ``termal_tui.store.errors``
+costs nothing more, and importing the reader (as the viewer does) never loads a module
+that can write.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from termal_tui.store.errors import (
-    ConflictError,
-    NotFoundError,
-    RetryableError,
-    SchemaError,
-    StoreError,
-    ValidationError,
-)
-from termal_tui.store.reader import MailboxReader, open_reader
-
 if TYPE_CHECKING:
+    from termal_tui.store.errors import (
+        ConflictError,
+        NotFoundError,
+        RetryableError,
+        SchemaError,
+        StoreError,
+        ValidationError,
+    )
+    from termal_tui.store.reader import MailboxReader, open_reader
     from termal_tui.store.writer import MailboxWriter, open_writer
+
+_HOMES = {
+    "ConflictError": "errors",
+    "NotFoundError": "errors",
+    "RetryableError": "errors",
+    "SchemaError": "errors",
+    "StoreError": "errors",
+    "ValidationError": "errors",
+    "MailboxReader": "reader",
+    "open_reader": "reader",
+    "MailboxWriter": "writer",
+    "open_writer": "writer",
+}
 
 __all__ = [
     "ConflictError",
@@ -36,8 +50,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in {"MailboxWriter", "open_writer"}:
-        from termal_tui.store import writer
-
-        return getattr(writer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"termal_tui.store.{home}"), name)

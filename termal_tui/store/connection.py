@@ -16,6 +16,7 @@ from typing import Final, TypeVar
 
 import aiosqlite
 
+from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import (
     RetryableError,
@@ -24,7 +25,6 @@ from termal_tui.store.errors import (
     StoreError,
     busy_message,
 )
-from termal_tui.store.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 
 SIDECAR_SUFFIXES: Final = ("-wal", "-shm", "-journal")
 INSECURE_ENV: Final = "TERMAL_ALLOW_INSECURE_STATE_PERMISSIONS"

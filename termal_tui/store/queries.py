@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any, Final
 
+from termal_tui.formats import PREVIEW_CHARS, preview
 from termal_tui.models import (
     CONTROL_TOPIC,
     ChangeToken,
@@ -33,7 +34,6 @@ from termal_tui.models import (
     trusted,
 )
 from termal_tui.store.errors import NotFoundError
-from termal_tui.store.formats import PREVIEW_CHARS, preview
 
 MAX_SEQUENCE: Final = 2**63 - 1
 _PREVIEW_PREFIX_BYTES: Final = 1024

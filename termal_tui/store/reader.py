@@ -26,6 +26,12 @@ from typing import TypeVar
 
 import aiosqlite
 
+from termal_tui.formats import (
+    BUSY_TIMEOUT_MS,
+    READ_LIMIT_DEFAULT,
+    check_count,
+    clamp_read_limit,
+)
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import queries
 from termal_tui.store.connection import (
@@ -37,12 +43,6 @@ from termal_tui.store.connection import (
     run,
 )
 from termal_tui.store.errors import NotFoundError, StorageError
-from termal_tui.store.formats import (
-    BUSY_TIMEOUT_MS,
-    READ_LIMIT_DEFAULT,
-    check_count,
-    clamp_read_limit,
-)
 from termal_tui.store.schema import SchemaInfo, verify_readable
 
 T = TypeVar("T")

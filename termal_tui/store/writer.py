@@ -17,13 +17,35 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
+from termal_tui.formats import (
+    BUSY_TIMEOUT_MS,
+    CLASS_NOT_SUPPORTED,
+    MAX_BODY_BYTES,
+    MAX_METADATA_BYTES,
+    NEVER_WOKEN_PASS_CAP,
+    READ_LIMIT_DEFAULT,
+    REQUEST_DEADLINE_SECONDS,
+    Clock,
+    IdSource,
+    check_count,
+    clamp_read_limit,
+    class_supported,
+    format_timestamp,
+    idempotency_key_too_long,
+    mailbox_id_from,
+    message_id_from,
+    new_uuid,
+    participant_key,
+    rust_trim,
+    utc_now_ns,
+    utf8_len,
+)
 from termal_tui.models import (
     CONTROL_TOPIC,
     DELIVERED_TO_IDLE_SESSION,
     DISPATCH_OUTCOMES,
     DURABLE_BUT_NOT_WOKEN,
     QUEUED_BEHIND_ACTIVE_TURN,
-    ROUTINE_CLASS,
     AppendReceipt,
     MailboxMessage,
     MailboxSummary,
@@ -46,36 +68,12 @@ from termal_tui.store.errors import (
     ValidationError,
     busy_message,
 )
-from termal_tui.store.formats import (
-    BUSY_TIMEOUT_MS,
-    MAX_BODY_BYTES,
-    MAX_IDEMPOTENCY_KEY_BYTES,
-    MAX_METADATA_BYTES,
-    NEVER_WOKEN_PASS_CAP,
-    READ_LIMIT_DEFAULT,
-    REQUEST_DEADLINE_SECONDS,
-    Clock,
-    IdSource,
-    check_count,
-    clamp_read_limit,
-    format_timestamp,
-    mailbox_id_from,
-    message_id_from,
-    new_uuid,
-    participant_key,
-    rust_trim,
-    utc_now_ns,
-)
 from termal_tui.store.schema import ensure_schema
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewResult
 
 T = TypeVar("T")
-
-
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def validate_append(
@@ -89,11 +87,8 @@ def validate_append(
     message_class: str | None,
 ) -> None:
     """TermAl's append validation, in TermAl's order. Raises ValidationError."""
-    if message_class is not None and message_class != ROUTINE_CLASS:
-        raise ValidationError(
-            "durable mailboxes currently support only class `routine`; "
-            "STOP/urgent delivery is not active"
-        )
+    if not class_supported(message_class):
+        raise ValidationError(CLASS_NOT_SUPPORTED)
     if sender_session_id == target_session_id:
         raise ValidationError("mailbox messages must target another session")
     if not (
@@ -102,13 +97,13 @@ def validate_append(
         raise ValidationError("mailbox sender, target, and idempotency key are required")
     if not rust_trim(body):
         raise ValidationError("mailbox message cannot be empty")
-    if _utf8_len(idempotency_key) > MAX_IDEMPOTENCY_KEY_BYTES:
+    if idempotency_key_too_long(idempotency_key):
         raise ValidationError("mailbox idempotency key exceeds 256 bytes")
-    if _utf8_len(body) > MAX_BODY_BYTES:
+    if utf8_len(body) > MAX_BODY_BYTES:
         raise ValidationError(f"mailbox body exceeds {MAX_BODY_BYTES} bytes")
-    if topic is not None and _utf8_len(topic) > MAX_METADATA_BYTES:
+    if topic is not None and utf8_len(topic) > MAX_METADATA_BYTES:
         raise ValidationError(f"mailbox topic exceeds {MAX_METADATA_BYTES} bytes")
-    if state_stamp is not None and _utf8_len(state_stamp) > MAX_METADATA_BYTES:
+    if state_stamp is not None and utf8_len(state_stamp) > MAX_METADATA_BYTES:
         raise ValidationError(f"mailbox state stamp exceeds {MAX_METADATA_BYTES} bytes")
 
 

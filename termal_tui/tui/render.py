@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from textual.content import Content
 
+from termal_tui.formats import preview
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import (
     format_time,
@@ -18,7 +19,6 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
-from termal_tui.store.formats import preview
 from termal_tui.thread import Gap
 
 if TYPE_CHECKING:

@@ -29,11 +29,11 @@ from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from termal_tui.export import export_record
+from termal_tui.formats import READ_LIMIT_MAX
 from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.errors import NotFoundError, StoreError
-from termal_tui.store.formats import READ_LIMIT_MAX
 from termal_tui.store.reader import MailboxReader
 from termal_tui.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker

@@ -22,6 +22,26 @@ NEVER_WOKEN_PASS_CAP: Final = 16
 REQUEST_DEADLINE_SECONDS: Final = 5.0
 BUSY_TIMEOUT_MS: Final = 5000
 
+CLASS_NOT_SUPPORTED: Final = (
+    "durable mailboxes currently support only class `routine`; STOP/urgent delivery is not active"
+)
+
+
+def utf8_len(text: str) -> int:
+    """Bytes as TermAl counts them (a lone surrogate counts, as it would reach Rust)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def idempotency_key_too_long(key: str) -> bool:
+    """The contract's key limit (256 UTF-8 bytes), for the store and the tools alike."""
+    return utf8_len(key) > MAX_IDEMPOTENCY_KEY_BYTES
+
+
+def class_supported(message_class: str | None) -> bool:
+    """Only ``routine`` (or no class) is deliverable today."""
+    return message_class is None or message_class == "routine"
+
+
 # Rust's char::is_whitespace is the Unicode White_Space property. Python's
 # str.split() additionally splits on U+001C..U+001F, which Rust does not.
 UNICODE_WHITE_SPACE: Final = frozenset(

@@ -1,0 +1,88 @@
+"""The hook adapter: what a Claude Code or Codex hook does at a prompt, a stop and a
+session start, over the same wake passes as the channel server (``wake.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from termal_tui.agents.registry import Registry, Session
+
+HOOK_EVENTS = ("prompt", "stop", "session-start")
+
+
+def parse_hook_input(text: str) -> dict[str, Any]:
+    """The hook's JSON on stdin (absent or malformed input is an empty object)."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def hook_output(
+    event: str, prompts: list[str], unread_waiting: bool, stop_active: bool
+) -> dict[str, Any] | None:
+    """What a Claude Code hook prints: context for prompt/session-start, block for stop."""
+    text = "\n\n".join(prompts)
+    if event == "stop":
+        if prompts:
+            return {"decision": "block", "reason": text}
+        if unread_waiting and not stop_active:
+            return {
+                "decision": "block",
+                "reason": "Unread mailbox messages are waiting: call termal_list_mailboxes, "
+                "read them with termal_read_mailbox and acknowledge what you processed with "
+                "termal_acknowledge_mailbox before stopping.",
+            }
+        return None
+    if not prompts:
+        return None
+    name = "SessionStart" if event == "session-start" else "UserPromptSubmit"
+    return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+
+
+async def run_hook(
+    path: Path,
+    registry: Registry,
+    event: str,
+    session: str,
+    payload: dict[str, Any],
+    write: Callable[[str], None],
+) -> None:
+    """One hook run: record the turn, prepare the wakes, ``write`` the one JSON document,
+    then mark the wakes delivered (a document that could not be written leaves them
+    recoverable: ``write`` raises)."""
+    from termal_tui.agents.wake import mark_delivered, prepare_wakes
+    from termal_tui.store.writer import open_writer
+
+    async def begin() -> Session:
+        # Like `mcp`, a hook registers its session if new (a SessionStart hook may run
+        # before the agent's MCP server has started). A prompt starts a turn; a new
+        # session starts idle (closing a turn an agent that died mid-turn left open).
+        me = await asyncio.to_thread(registry.ensure, session)
+        if event in ("prompt", "session-start"):
+            await asyncio.to_thread(registry.set_turn, me.id, event == "prompt")
+        return me
+
+    if not path.exists():  # no mail yet: nothing to say
+        me = await begin()
+        if event == "stop":
+            await asyncio.to_thread(registry.set_turn, me.id, False)
+        return
+    async with open_writer(path) as writer:  # first: a bad path is refused before the registry
+        me = await begin()
+        # Hook output is one JSON document: every wake is prepared (recoveredWake) first
+        # and delivered only once that document is out.
+        prepared = await prepare_wakes(writer, me.id, boot=event == "session-start")
+        prompts = [prompt for _wake, prompt in prepared]
+        unread = bool(prompts) or bool(await writer.wakeups_for_session(me.id, boot=True))
+        output = hook_output(event, prompts, unread, bool(payload.get("stop_hook_active")))
+        if output is not None:
+            write(json.dumps(output, ensure_ascii=False) + "\n")
+        await mark_delivered(writer, me.id, [wake for wake, _prompt in prepared])
+    if event == "stop" and output is None:
+        await asyncio.to_thread(registry.set_turn, me.id, False)

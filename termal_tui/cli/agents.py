@@ -1,0 +1,64 @@
+"""What the agents' commands share: the busy timeout, the registry and tools they open."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_database, db_path
+
+if TYPE_CHECKING:
+    from termal_tui.agents.registry import Registry, Session
+    from termal_tui.agents.tools import AgentTools
+
+
+def busy_timeout(default: float = 5.0) -> float:
+    """Seconds to wait for a busy database before a retryable failure (then replayed)."""
+    raw = os.environ.get("TERMAL_TUI_BUSY_TIMEOUT")
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        raise CommandError(
+            f"TERMAL_TUI_BUSY_TIMEOUT must be a number of seconds, not {raw!r}", EXIT_USAGE
+        ) from None
+    if not value > 0:
+        raise CommandError("TERMAL_TUI_BUSY_TIMEOUT must be positive", EXIT_USAGE)
+    return value
+
+
+def add_identity(parser: argparse.ArgumentParser, flag: str = "--as") -> None:
+    dest = "as_" if flag == "--as" else "session"
+    parser.add_argument(flag, dest=dest, required=True, metavar="NAME", help="your session")
+    add_db(parser)
+
+
+def database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
+    """The agents' database, checked once (the same check as every command's): it may be
+    missing (the first writer creates it), never a symlink, FIFO or foreign file."""
+    path = db_path(args, parser)
+    check_database(path, writing=True, may_create=True)
+    return path
+
+
+def registry_for(path: Path) -> Registry:
+    from termal_tui.agents.registry import Registry
+
+    return Registry.beside(path, busy_timeout=busy_timeout())
+
+
+@asynccontextmanager
+async def agent_tools(path: Path, name: str) -> AsyncIterator[AgentTools]:
+    """The tools for the session named ``name`` (by name or id), over a writer."""
+    from termal_tui.agents.tools import AgentTools
+    from termal_tui.store.writer import open_writer
+
+    registry = registry_for(path)
+    seconds = busy_timeout()
+    me: Session = await asyncio.to_thread(registry.resolve_own, name)
+    async with open_writer(path, deadline=seconds, busy_timeout_ms=int(seconds * 1000)) as writer:
+        yield AgentTools(writer, registry, me.id)

@@ -1,0 +1,247 @@
+"""What every command shares: the exit-code table, the database path and its one check,
+parser construction (coloured help, loaded only when help is printed) and the one place
+where a failure becomes one sentence and an exit code.
+
+Nothing here imports the store, textual or rich at module level: hooks start through it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+# ------------------------------------------------------------------ exit codes
+
+EXIT_OK = 0
+EXIT_STUCK = 1  # doctor only: something is stuck
+EXIT_USAGE = 2  # the command line is wrong (argparse's code; nothing else uses it)
+EXIT_NOT_FOUND = 3  # no such database file, session, mailbox or message (404)
+EXIT_CONFLICT = 4  # 409: idempotency key reused for other content, stale cursor
+EXIT_BUSY = 5  # 503: busy; nothing was committed, run the same command again
+EXIT_UNKNOWN = 6  # the outcome is unknown: run the exact same command again
+EXIT_FAILED = 7  # storage or internal failure (disk full, I/O, permissions, a bug)
+EXIT_INVALID = 8  # 400/422: the request was refused, or the file is not a database of ours
+EXIT_INTERRUPTED = 130
+
+EXIT_TABLE = """\
+exit codes (every command):
+  0  done (doctor: nothing is stuck)
+  1  doctor: something is stuck
+  2  usage: the command line is wrong
+  3  not found: no such database, session, mailbox or message
+  4  conflict: key reused for other content, or the cursor moved
+  5  busy: nothing was committed; run the same command again
+  6  outcome unknown: run the exact same command again
+  7  storage or internal failure (disk full, I/O, permissions)
+  8  invalid: the request was refused, or the file is not ours
+130  interrupted"""
+
+
+class CommandError(Exception):
+    """A failure with its exit code; ``str()`` is the sentence shown."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def fail(message: str, code: int) -> int:
+    """One sentence on stderr (anything quoted from outside made visible and capped)."""
+    from termal_tui.sanitize import visible_line
+
+    print(f"termal-tui: error: {visible_line(message, 500)}", file=sys.stderr)
+    return code
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The table's code for a failure of any layer."""
+    from termal_tui.store.errors import (
+        ConflictError,
+        NotFoundError,
+        RetryableError,
+        SchemaError,
+        StorageError,
+        StoreError,
+        ValidationError,
+    )
+
+    if isinstance(error, CommandError):
+        return error.code
+    status = getattr(error, "status", None)  # the agents' ToolError
+    if isinstance(status, int) and not isinstance(error, StoreError):
+        return {
+            0: EXIT_UNKNOWN,
+            400: EXIT_INVALID,
+            422: EXIT_INVALID,
+            404: EXIT_NOT_FOUND,
+            409: EXIT_CONFLICT,
+            503: EXIT_BUSY,
+        }.get(status, EXIT_FAILED)
+    for kind, code in (
+        (NotFoundError, EXIT_NOT_FOUND),
+        (ConflictError, EXIT_CONFLICT),
+        (RetryableError, EXIT_BUSY),
+        (ValidationError, EXIT_INVALID),
+        (SchemaError, EXIT_INVALID),
+        (StorageError, EXIT_FAILED),
+    ):
+        if isinstance(error, kind):
+            return code
+    return EXIT_FAILED
+
+
+def guarded(run: Callable[[], int]) -> int:
+    """Run a command: every failure is one sentence and the table's code, never a traceback."""
+    try:
+        return run()
+    except SystemExit as exit_:  # a usage error found after parsing (parser.error)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        from termal_tui.store.errors import StoreError
+
+        known = isinstance(error, CommandError | StoreError) or hasattr(error, "status")
+        text = str(error) if known else f"unexpected failure ({type(error).__name__}: {error})"
+        return fail(text, exit_code_for(error))
+
+
+# ------------------------------------------------------------------ parsers
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """Coloured help where the terminal supports it (rich-argparse honours NO_COLOR and
+    non-terminals); imported only when help or a usage error is printed."""
+    try:
+        from rich_argparse import RawDescriptionRichHelpFormatter
+    except ImportError:  # pragma: no cover - a dependency, but never fatal for help
+        return argparse.RawDescriptionHelpFormatter(prog, width=_width())
+
+    class Plain(RawDescriptionRichHelpFormatter):
+        # Help is plain text: `termal-tui[mcp]` must not be read as console markup.
+        help_markup = False
+        text_markup = False
+
+    return Plain(prog, width=_width())
+
+
+def _width() -> int:
+    try:
+        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        columns = 80
+    return max(40, min(columns, 100))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the table's usage code and a sentence that names the command."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def wrap(text: str, width: int = 78) -> str:
+    """Fill each paragraph with a line wider than ``width`` (help is laid out raw)."""
+    import textwrap
+
+    paragraphs = text.split("\n\n")
+    return "\n\n".join(
+        textwrap.fill(" ".join(p.split()), width) if max(map(len, p.splitlines())) > width else p
+        for p in paragraphs
+    )
+
+
+def make_parser(prog: str, description: str, epilog: str = EXIT_TABLE) -> Parser:
+    return Parser(
+        prog=prog,
+        description=wrap(description),
+        epilog=epilog,
+        formatter_class=_formatter,  # type: ignore[arg-type]
+        allow_abbrev=False,
+    )
+
+
+def subparsers(parser: argparse.ArgumentParser, dest: str) -> Any:
+    """Sub-commands whose parsers are :class:`Parser` with the same formatter."""
+    return parser.add_subparsers(dest=dest, required=True, parser_class=Parser, metavar="ACTION")
+
+
+def add_subparser(sub: Any, name: str, help_text: str, epilog: str = EXIT_TABLE) -> Parser:
+    parser: Parser = sub.add_parser(
+        name,
+        help=help_text,
+        description=wrap(help_text),
+        epilog=epilog,
+        formatter_class=_formatter,
+        allow_abbrev=False,
+    )
+    return parser
+
+
+# ------------------------------------------------------------------ the database
+
+
+def default_db_path() -> Path:
+    home = os.environ.get("TERMAL_HOME")
+    base = Path(home).expanduser() if home else Path.home() / ".termal"
+    return base / "coordination.sqlite"
+
+
+DB_HELP = (
+    "coordination database (default: $TERMAL_HOME/coordination.sqlite, else "
+    "~/.termal/coordination.sqlite)"
+)
+
+
+def add_db(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    """``--db PATH`` on every command; the documented positional ``DB`` where it has one."""
+    if positional:
+        parser.add_argument("db", nargs="?", metavar="DB", help=DB_HELP)
+        parser.add_argument("--db", dest="db_option", metavar="PATH", help="the same as DB")
+    else:
+        parser.add_argument("--db", dest="db_option", metavar="PATH", help=DB_HELP)
+
+
+def db_path(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Path:
+    """The database a command was given (``DB`` or ``--db``), else the default."""
+    positional = getattr(args, "db", None)
+    option = getattr(args, "db_option", None)
+    if positional and option and Path(positional) != Path(option):
+        message = "give the database once: DB or --db, not two different paths"
+        if parser is not None:
+            parser.error(message)
+        raise CommandError(message, EXIT_USAGE)
+    given = positional or option
+    return Path(given).expanduser() if given else default_db_path()
+
+
+def check_database(path: Path, *, writing: bool = False, may_create: bool = False) -> bool:
+    """The one check every command makes of its database path before anything opens it.
+
+    A file that exists must be a regular SQLite file (not a directory, FIFO or device,
+    checked by its header without blocking) and, when ``writing``, not a symlink. A
+    missing file is ``NotFoundError`` unless ``may_create`` (a writer that bootstraps
+    TermAl's schema on first use). Returns whether the file exists. Whether it is a
+    coordination database is checked by the reader or writer that opens it, before it
+    changes anything.
+    """
+    from termal_tui.store.connection import display_path, inspect_database_file
+    from termal_tui.store.errors import NotFoundError, SchemaError
+
+    if path.is_symlink():
+        if writing:
+            raise SchemaError(f"refusing to open {display_path(path)}: it is a symlink")
+        if not path.exists():
+            raise NotFoundError(f"{display_path(path)} is a symlink to nothing")
+    if not path.exists():
+        if may_create:
+            return False
+        raise NotFoundError(f"{display_path(path)} does not exist")
+    inspect_database_file(path)
+    return True

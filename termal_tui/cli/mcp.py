@@ -1,0 +1,60 @@
+"""``termal-tui mcp --session NAME [DB] [--channel]``: one agent's stdio MCP server."""
+
+from __future__ import annotations
+
+import argparse
+
+from termal_tui.cli.agents import busy_timeout, database
+from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, CommandError, add_db
+
+
+def describe(_name: str, _line: str) -> str:
+    return (
+        "Serve one agent TermAl's six mailbox tools over stdio MCP (needs the mcp extra: "
+        "pip install 'termal-tui[mcp]')."
+    )
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 60:
+        raise argparse.ArgumentTypeError("the interval is more than 0 and at most 60 seconds")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser, _name: str) -> None:
+    add_db(parser, positional=True)
+    parser.add_argument("--session", required=True, metavar="NAME", help="the agent's session")
+    parser.add_argument("--agent", help="what runs it (shown by termal_list_sessions)")
+    parser.add_argument(
+        "--channel",
+        action="store_true",
+        help="push wake-ups as Claude Code channel events (claude/channel)",
+    )
+    parser.add_argument("--interval", type=_interval, default=0.2, help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    path = database(args, parser)
+    try:
+        from termal_tui.agents.mcp_server import ServerOptions, serve
+    except ImportError:
+        raise CommandError(
+            "the MCP server needs the official mcp SDK: pip install 'termal-tui[mcp]'",
+            EXIT_FAILED,
+        ) from None
+    options = ServerOptions(
+        db_path=path,
+        session=args.session,
+        channel=args.channel,
+        interval=args.interval,
+        busy_timeout=busy_timeout(),
+        agent=args.agent,
+    )
+    import anyio
+
+    anyio.run(serve, options)
+    return EXIT_OK

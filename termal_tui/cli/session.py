@@ -1,0 +1,120 @@
+"""``termal-tui session add NAME | list | rm NAME``: the session registry."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from termal_tui.cli.agents import database, registry_for
+from termal_tui.cli.common import EXIT_OK, add_db, add_subparser, subparsers
+
+if TYPE_CHECKING:
+    from termal_tui.agents.registry import Session
+
+
+def describe(_name: str, line: str) -> str:
+    return line
+
+
+def configure(parser: argparse.ArgumentParser, _name: str) -> None:
+    actions = subparsers(parser, "action")
+    add = add_subparser(actions, "add", "register a session")
+    add.add_argument("name")
+    add.add_argument("--agent", help="what runs it (e.g. Claude, Codex)")
+    add_db(add)
+    listing = add_subparser(actions, "list", "list sessions, with each one's unread mail")
+    listing.add_argument("--all", action="store_true", help="include removed sessions")
+    listing.add_argument("--json", action="store_true")
+    add_db(listing)
+    rm = add_subparser(actions, "rm", "remove a session (ends its mailbox participation)")
+    rm.add_argument("name")
+    add_db(rm)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    path = database(args, parser)
+    return asyncio.run(_session(args, path))
+
+
+async def _check_coordination(path: Path) -> None:
+    """An existing database must be a coordination database (read-only check), so a
+    mistyped path gets one sentence and no registry file is created beside it."""
+    if path.exists():
+        from termal_tui.store.reader import open_reader
+
+        async with open_reader(path):
+            pass
+
+
+async def _session(args: argparse.Namespace, path: Path) -> int:
+    await _check_coordination(path)
+    registry = registry_for(path)
+    if args.action == "add":
+        session = await asyncio.to_thread(registry.add, args.name, args.agent, os.getcwd())
+        print(f"added {session.name} ({session.id})")
+        return EXIT_OK
+    if args.action == "rm":
+        session = await asyncio.to_thread(registry.remove, args.name)
+        departed = 0
+        if path.exists():
+            from termal_tui.store.writer import open_writer
+
+            async with open_writer(path) as writer:
+                departed = await writer.mark_session_left(session.id)
+        print(f"removed {session.name} ({session.id}); left {departed} mailbox(es)")
+        return EXIT_OK
+    sessions = await asyncio.to_thread(registry.sessions, args.all)
+    unread = await _unread_by_session(path, [s.id for s in sessions])
+    if args.json:
+        documents = [session_json(s) | {"unreadCount": unread.get(s.id, 0)} for s in sessions]
+        print(json.dumps(documents, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    from termal_tui.cli.table import print_table
+
+    rows = [
+        [
+            s.name,
+            s.id,
+            s.status,
+            str(unread.get(s.id, 0)),
+            "connected" if s.channel_connected() else "",
+            s.agent or "",
+            s.created_at[:19].replace("T", " "),
+        ]
+        for s in sessions
+    ]
+    headers = ["name", "id", "status", "unread", "channel", "agent", "created"]
+    print_table(headers, rows, "no sessions yet")
+    return EXIT_OK
+
+
+async def _unread_by_session(path: Path, session_ids: list[str]) -> dict[str, int]:
+    """Inbound mail each session has not processed (read-only; none without a database)."""
+    if not path.exists() or not session_ids:
+        return {}
+    from termal_tui.store.reader import open_reader
+
+    async with open_reader(path) as reader:
+        return {
+            session_id: sum(
+                m.unread_count for m in await reader.list_mailboxes(session_id=session_id)
+            )
+            for session_id in session_ids
+        }
+
+
+def session_json(session: Session) -> dict[str, Any]:
+    return {
+        "sessionId": session.id,
+        "name": session.name,
+        "agent": session.agent,
+        "status": session.status,
+        "workdir": session.workdir,
+        "createdAt": session.created_at,
+        "removedAt": session.removed_at,
+        "channelConnected": session.channel_connected(),
+    }

@@ -1,0 +1,153 @@
+"""``termal-tui [DB] [--demo] [--mailbox ID] [--session ID] [--interval S]``: the viewer."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_database, db_path
+
+if TYPE_CHECKING:
+    from termal_tui.health import Thresholds
+
+HELP = "open the read-only viewer"
+
+
+def describe(_name: str, line: str) -> str:
+    return line
+
+
+def seconds_arg(rule: str) -> Callable[[str], float]:
+    """An argparse type for a finite, non-negative number of seconds; ``rule`` is the
+    sentence shown when the value breaks it."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(rule)
+        return value
+
+    return parse
+
+
+_THRESHOLD_FLAGS: Final = (
+    ("--never-woken-after", "never_woken", "unread and never woken for this long is stuck", 120),
+    (
+        "--unprocessed-after",
+        "woken_unprocessed",
+        "woken but not processed for this long is stuck",
+        900,
+    ),
+    ("--lagging-after", "lagging", "oldest unprocessed row older than this lags", 3600),
+)
+
+
+def add_threshold_flags(parser: argparse.ArgumentParser) -> None:
+    """The health thresholds, shared by ``doctor`` and the viewer (defaults: health.py's
+    ``Thresholds``; a test keeps the two equal without importing health here)."""
+    seconds = seconds_arg("a threshold must be 0 or a positive number of seconds")
+    for flag, field, meaning, default in _THRESHOLD_FLAGS:
+        parser.add_argument(
+            flag,
+            dest=field,
+            metavar="SECONDS",
+            type=seconds,
+            default=float(default),
+            help=f"{meaning} (default {default:g})",
+        )
+
+
+def thresholds_from(args: argparse.Namespace) -> Thresholds:
+    from termal_tui.health import Thresholds
+
+    return Thresholds(
+        **{field: getattr(args, field) for _flag, field, _meaning, _d in _THRESHOLD_FLAGS}
+    )
+
+
+def configure(parser: argparse.ArgumentParser, _name: str) -> None:
+    from termal_tui import __version__
+
+    add_db(parser, positional=True)
+    parser.add_argument("--demo", action="store_true", help="build and open a demo database")
+    parser.add_argument("--mailbox", metavar="ID", help="open this mailbox's tab on start")
+    parser.add_argument("--session", metavar="ID", help="view as this participant session")
+    parser.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=seconds_arg("the interval must be 0 (off) or a positive number"),
+        default=8.0,
+        help="live refresh interval in seconds (0 turns polling off; default 8)",
+    )
+    parser.add_argument("--version", action="version", version=f"termal-tui {__version__}")
+    add_threshold_flags(parser)  # for the health view (h) and the index markers
+
+
+async def _validate(path: Path, mailbox: str | None, session: str | None) -> None:
+    from termal_tui.sanitize import quote
+    from termal_tui.store.errors import NotFoundError
+    from termal_tui.store.reader import open_reader
+
+    async with open_reader(path) as reader:
+        if session is not None and session not in await reader.session_ids():
+            raise NotFoundError(f"no mailbox participant has session id {quote(session)}")
+        if mailbox is not None:
+            try:
+                await reader.get_head(mailbox, session_id=session)
+            except NotFoundError:
+                viewer = f" for session {quote(session)}" if session else ""
+                raise NotFoundError(
+                    f"no visible mailbox with id {quote(mailbox)}{viewer}"
+                ) from None
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from termal_tui.sanitize import visible_line
+    from termal_tui.store.errors import NotFoundError, RetryableError
+
+    temp_dir: tempfile.TemporaryDirectory[str] | None = None
+    try:
+        if args.demo:
+            if args.db or args.db_option:
+                raise CommandError("give either a database path or --demo, not both", EXIT_USAGE)
+            from termal_tui.demo import build_demo  # the demo writes; the viewer never does
+
+            temp_dir = tempfile.TemporaryDirectory(prefix="termal-tui-demo-")
+            path = Path(temp_dir.name) / "coordination.sqlite"
+            asyncio.run(build_demo(path))
+        else:
+            path = db_path(args, parser)
+            try:
+                check_database(path)
+            except NotFoundError as error:
+                raise NotFoundError(
+                    f"{str(error).rstrip('.')}. Try `termal-tui --demo` to see a demo"
+                ) from None
+        try:
+            asyncio.run(_validate(path, args.mailbox, args.session))
+        except RetryableError as error:
+            # Busy (locked by another process): the viewer opens Stale and keeps trying.
+            message = visible_line(str(error).rstrip("."), 300)
+            print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
+        from termal_tui.tui.app import make_app
+
+        make_app(
+            path,
+            session_id=args.session,
+            mailbox_id=args.mailbox,
+            poll_interval=args.interval,
+            thresholds=thresholds_from(args),
+        ).run()
+        return 0
+    finally:
+        if temp_dir is not None:
+            temp_dir.cleanup()

@@ -1,0 +1,144 @@
+"""One command tree: typos are usage errors with a suggestion, --db everywhere, one
+exit-code table, help that fits 80 columns."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from termal_tui.cli import COMMANDS, main
+from termal_tui.cli.common import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TABLE, EXIT_USAGE
+from termal_tui.cli.viewer import _THRESHOLD_FLAGS
+from termal_tui.health import Thresholds
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "near"),
+    [(["sesion"], "session"), (["sesion", "list"], "session"), (["doctr"], "doctor")],
+)
+def test_a_mistyped_command_is_a_usage_error_that_names_it_and_suggests(capsys, argv, near):
+    code, out, err = _run(capsys, *argv)
+    assert code == EXIT_USAGE and out == ""
+    assert f"unknown command '{argv[0]}' (did you mean '{near}'?)" in err
+    assert "Traceback" not in err
+
+
+def test_a_word_near_no_command_is_still_a_usage_error(capsys):
+    code, _out, err = _run(capsys, "zzzqqq")
+    assert code == EXIT_USAGE and "unknown command 'zzzqqq'" in err and "did you mean" not in err
+
+
+def test_a_missing_database_path_is_not_found_not_a_usage_error(capsys, tmp_path):
+    code, _out, err = _run(capsys, str(tmp_path / "nope.sqlite"))
+    assert code == EXIT_NOT_FOUND and "does not exist" in err
+
+
+def test_root_help_lists_every_command_once_with_the_exit_codes_and_fits_80_columns():
+    env = dict(os.environ, COLUMNS="80", NO_COLOR="1", TERM="dumb")
+    done = subprocess.run(
+        [sys.executable, "-m", "termal_tui", "--help"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, max(lines, key=len)
+    for name, (_module, line) in COMMANDS.items():
+        assert sum(text.split()[:1] == [name] for text in lines) == 1, name
+        assert line in done.stdout
+    assert "exit codes" in done.stdout and "130  interrupted" in done.stdout
+
+
+@pytest.mark.parametrize("command", sorted(set(COMMANDS)))
+def test_every_command_has_help_with_the_table_and_db(command):
+    env = dict(os.environ, COLUMNS="80", NO_COLOR="1", TERM="dumb")
+    argv = [command, "add"] if command == "session" else [command]
+    done = subprocess.run(
+        [sys.executable, "-m", "termal_tui", *argv, "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--db" in done.stdout
+    assert "2  usage: the command line is wrong" in done.stdout
+    assert max(map(len, done.stdout.splitlines())) <= 80
+
+
+USAGE_ERRORS = [
+    ["--interval", "-3"],
+    ["doctor", "--lagging-after", "-1"],
+    ["export"],  # --mailbox is required
+    ["export", "--mailbox", "m", "--from", "0"],
+    ["export", "--mailbox", "m", "--from", "5", "--to", "2"],
+    ["session"],
+    ["session", "add"],
+    ["send", "--as", "a"],
+    ["ls"],
+    ["read", "--as", "a", "m", "--limit", "x"],
+    ["ack", "--as", "a", "m", "-1"],
+    ["wake"],
+    ["hook", "lunch", "--session", "a"],
+    ["mcp"],
+    ["doctor", "a.sqlite", "--db", "b.sqlite"],
+    ["--demo", "--db", "x.sqlite"],
+]
+
+
+@pytest.mark.parametrize("argv", USAGE_ERRORS, ids=" ".join)
+def test_a_usage_error_exits_2_in_every_command(capsys, argv):
+    code, _out, err = _run(capsys, *argv)
+    assert code == EXIT_USAGE, err
+    assert "Traceback" not in err and "error:" in err
+
+
+def test_no_other_failure_exits_2(capsys, tmp_path, monkeypatch):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database")
+    monkeypatch.setattr("sys.stdin", io.StringIO("{}"))
+    failures = [
+        ["doctor", "--db", str(garbage)],
+        ["export", "--db", str(garbage), "--mailbox", "m"],
+        ["session", "list", "--db", str(garbage)],
+        ["send", "--as", "a", "b", "hi", "--db", str(garbage)],
+        ["ls", "--as", "a", "--db", str(garbage)],
+        ["wake", "--session", "a", "--db", str(garbage)],
+        ["hook", "prompt", "--session", "a", "--db", str(garbage)],
+        ["--db", str(garbage)],
+    ]
+    for argv in failures:
+        code, _out, err = _run(capsys, *argv)
+        assert code == EXIT_INVALID, (argv, err)
+        assert "is not a SQLite database" in err, (argv, err)
+
+
+def test_db_works_in_every_command(capsys, tmp_path):
+    """--db names the database for every command: a missing one is named in the error."""
+    missing = tmp_path / "absent" / "coordination.sqlite"
+    for argv in (["doctor"], ["export", "--mailbox", "m"], ["session", "rm", "x"], []):
+        code, _out, err = _run(capsys, *argv, "--db", str(missing))
+        assert str(missing) in err or "no registered session" in err, (argv, err)
+        assert code in (EXIT_NOT_FOUND,), (argv, code, err)
+
+
+def test_viewer_threshold_defaults_are_the_health_modules():
+    defaults = Thresholds()
+    for _flag, field, _meaning, default in _THRESHOLD_FLAGS:
+        assert getattr(defaults, field) == default
+    assert {f.name for f in dataclasses.fields(Thresholds)} == {f[1] for f in _THRESHOLD_FLAGS}
+
+
+def test_the_exit_table_is_in_the_readme():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for line in EXIT_TABLE.splitlines()[1:]:
+        assert line.strip() in readme, line
