@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
@@ -106,6 +105,8 @@ def parse_timestamp(text: str) -> datetime:
 
 
 def new_uuid() -> str:
+    import uuid  # only when an id is minted: its import costs every command
+
     return str(uuid.uuid4())
 
 

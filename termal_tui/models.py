@@ -1,7 +1,8 @@
 """The mailbox records whose JSON is TermAl's mailbox wire JSON (termal-compat.md §2).
 
-Plain frozen dataclasses, not pydantic: the viewer's first screen and every hook build
-these, and importing pydantic would cost them ~70 ms at start-up. Serialization goes
+Plain frozen records, not pydantic (and not ``dataclasses``, whose import of ``inspect``
+alone costs a hook ~30 ms): the viewer's first screen and every hook build these, and
+importing pydantic would cost them ~70 ms at start-up. Serialization goes
 through :meth:`WireModel.to_wire` / :meth:`WireModel.to_json`: camelCase keys in TermAl's
 order, optional fields omitted when null, and store-only diagnostics (idempotency key,
 unread depth, dispatch outcome) never serialized. :meth:`WireModel.from_wire` validates
@@ -11,7 +12,6 @@ strings load verbatim.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, ClassVar, Final, NamedTuple, Self, TypeVar
 
@@ -45,19 +45,83 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-class WireModel:
-    """Base of the wire records: camelCase JSON, nulls omitted, diagnostics excluded.
+class Field(NamedTuple):
+    """One declared field of a record: its name, its annotation (text), its default."""
 
-    Subclasses are frozen dataclasses; ``_EXCLUDED`` names fields that are never
-    serialized, ``_NESTED`` fields holding lists of another record, ``_NON_NEGATIVE``
-    integer fields that must be ≥ 0, and ``_ALIASES`` wire names that are not the
-    camelCase of the field name (``class``).
+    name: str
+    type: str
+    default: Any
+
+
+_MISSING: Final = object()
+
+
+class WireModel:
+    """Base of the wire records: frozen, compared by value, camelCase JSON with nulls
+    omitted and diagnostics excluded.
+
+    Fields are the class's annotations, in order; a class attribute of the same name is
+    the default. ``_EXCLUDED`` names fields that are never serialized, ``_NESTED``
+    fields holding lists of another record, ``_NON_NEGATIVE`` integer fields that must
+    be ≥ 0, and ``_ALIASES`` wire names that are not the camelCase of the field name.
     """
 
     _EXCLUDED: ClassVar[frozenset[str]] = frozenset()
     _NESTED: ClassVar[dict[str, str]] = {}
     _NON_NEGATIVE: ClassVar[frozenset[str]] = frozenset()
     _ALIASES: ClassVar[dict[str, str]] = {}
+    _FIELDS: ClassVar[tuple[Field, ...]] = ()
+    _NAMES: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Not inspect.get_annotations: importing inspect costs a hook ~10 ms.
+        own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+        fields = [
+            Field(name, str(kind), cls.__dict__.get(name, _MISSING))
+            for name, kind in own.items()
+            if not str(kind).startswith("ClassVar")
+        ]
+        for field in fields:  # defaults live in _FIELDS; attributes come from __dict__
+            if field.default is not _MISSING:
+                delattr(cls, field.name)
+        cls._FIELDS = tuple(fields)
+        cls._NAMES = tuple(field.name for field in fields)
+
+    def __init__(self, **values: Any) -> None:
+        data: dict[str, Any] = {}
+        for field in self._FIELDS:
+            if field.name in values:
+                data[field.name] = values.pop(field.name)
+            elif field.default is not _MISSING:
+                data[field.name] = field.default
+            else:
+                raise TypeError(f"{type(self).__name__} needs {field.name}")
+        if values:
+            raise TypeError(f"{type(self).__name__} has no field {next(iter(values))}")
+        _set_attribute(self, "__dict__", data)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash(tuple(_hashable(self.__dict__[name]) for name in self._NAMES))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={self.__dict__[name]!r}" for name in self._NAMES)
+        return f"{type(self).__name__}({inner})"
+
+    @classmethod
+    def fields(cls) -> tuple[Field, ...]:
+        return cls._FIELDS
 
     @classmethod
     def wire_name(cls, field: str) -> str:
@@ -66,11 +130,11 @@ class WireModel:
     def to_wire(self) -> dict[str, Any]:
         """The TermAl JSON object: wire names in declaration order, nulls omitted."""
         wire: dict[str, Any] = {}
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]
-            name = field.name
+        values = self.__dict__
+        for name in self._NAMES:
             if name in self._EXCLUDED:
                 continue
-            value = getattr(self, name)
+            value = values[name]
             if value is None:
                 continue
             if name in self._NESTED:
@@ -84,7 +148,7 @@ class WireModel:
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied (the records are frozen)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        return type(self)(**(self.__dict__ | changes))
 
     @classmethod
     def from_wire(cls, data: Any) -> Self:
@@ -93,14 +157,14 @@ class WireModel:
         if not isinstance(data, dict):
             raise ValueError(f"{cls.__name__} must be a JSON object")
         values: dict[str, Any] = {}
-        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for field in cls._FIELDS:
             name = field.name
             wire = cls.wire_name(name)
             if wire in data:
                 value = data[wire]
             elif name in data:
                 value = data[name]
-            elif field.default is not dataclasses.MISSING:
+            elif field.default is not _MISSING:
                 continue
             else:
                 raise ValueError(f"{cls.__name__}.{wire} is required")
@@ -108,9 +172,8 @@ class WireModel:
         return cls(**values)
 
     @classmethod
-    def _check(cls, name: str, wire: str, annotation: Any, value: Any) -> Any:
+    def _check(cls, name: str, wire: str, kind: str, value: Any) -> Any:
         where = f"{cls.__name__}.{wire}"
-        kind = str(annotation)
         if name in cls._NESTED:
             if not isinstance(value, list):
                 raise ValueError(f"{where} must be a list")
@@ -133,6 +196,10 @@ class WireModel:
         return value
 
 
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
 def trusted(model: type[M], values: dict[str, Any]) -> M:
     """Build a record from values the store already knows are well-typed: no checks.
 
@@ -147,10 +214,8 @@ def trusted(model: type[M], values: dict[str, Any]) -> M:
 
 _new = object.__new__
 _set_attribute = object.__setattr__
-_frozen = dataclasses.dataclass(frozen=True)
 
 
-@_frozen
 class MailboxParticipant(WireModel):
     _NON_NEGATIVE = frozenset({"processed_through"})
 
@@ -164,7 +229,6 @@ class MailboxParticipant(WireModel):
         return self.left_at is not None
 
 
-@_frozen
 class MailboxSummary(WireModel):
     _NESTED = {"participants": "MailboxParticipant"}
     _NON_NEGATIVE = frozenset({"latest_sequence", "unread_count"})
@@ -183,7 +247,6 @@ class MailboxSummary(WireModel):
         return None
 
 
-@_frozen
 class MailboxMessage(WireModel):
     _ALIASES = {"class_": "class"}
     _NON_NEGATIVE = frozenset({"sequence", "unread_depth_at_append"})
@@ -244,7 +307,6 @@ class MailboxMessage(WireModel):
         return self.topic == CONTROL_TOPIC
 
 
-@_frozen
 class AppendReceipt(WireModel):
     _NON_NEGATIVE = frozenset({"sequence", "unread_depth"})
 
@@ -256,7 +318,6 @@ class AppendReceipt(WireModel):
     duplicate: bool
 
 
-@_frozen
 class UnreadWakeup(WireModel):
     """One mailbox that needs a (re)wake for a session: its newest candidate row."""
 
@@ -268,7 +329,6 @@ class UnreadWakeup(WireModel):
     sender_name: str
 
 
-@_frozen
 class MessagePage(WireModel):
     """A newest-first page of a mailbox thread.
 

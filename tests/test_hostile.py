@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import re
 import shutil
@@ -132,7 +131,7 @@ def _base_models() -> tuple[MailboxMessage, MailboxSummary]:
 
 def _string_fields(model: type) -> list[str]:
     """Every field whose annotation admits a str: generated, so new fields are covered."""
-    return [field.name for field in dataclasses.fields(model) if "str" in str(field.type)]
+    return [field.name for field in model.fields() if "str" in field.type]
 
 
 @pytest.mark.parametrize("model", FIELD_MODELS, ids=lambda m: m.__name__)

@@ -169,12 +169,23 @@ def test_the_first_screen_and_the_hooks_load_no_pydantic():
         "termal_tui.store.reader, termal_tui.health"
     )
     assert not {m for m in viewer if m.split(".")[0] == "pydantic"}
+    mail = _loaded_after(
+        "import termal_tui.cli, termal_tui.cli.mail, termal_tui.agents.tools, "
+        "termal_tui.agents.wake, termal_tui.store.writer"
+    )
+    assert not {m for m in mail if m.split(".")[0] in {"pydantic", "rich", "textual", "mcp"}}
+
+
+def test_the_hooks_path_loads_no_asyncio_and_nothing_heavy():
+    """A hook runs on every prompt and stop of every agent: no asyncio, aiosqlite,
+    pydantic, rich or textual, and none of the expensive standard modules."""
     hooks = _loaded_after(
         "import termal_tui.cli, termal_tui.cli.hook, termal_tui.agents.hooks, "
-        "termal_tui.agents.wake, termal_tui.store.writer, termal_tui.cli.mail, "
-        "termal_tui.agents.tools"
+        "termal_tui.store.lifecycle"
     )
-    assert not {m for m in hooks if m.split(".")[0] in {"pydantic", "rich", "textual", "mcp"}}
+    heavy = {"asyncio", "aiosqlite", "pydantic", "rich", "textual", "mcp", "rich_argparse"}
+    heavy |= {"dataclasses", "inspect", "uuid", "secrets", "ssl", "logging", "difflib"}
+    assert not {m for m in hooks if m.split(".")[0] in heavy}
 
 
 def test_reader_has_no_method_that_writes():

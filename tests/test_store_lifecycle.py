@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from termal_tui.store import NotFoundError, ValidationError
+from termal_tui.store import NotFoundError, ValidationError, open_writer
 from tests.helpers import StepClock, execute, rows, send
 
 
@@ -156,3 +156,43 @@ async def test_wakeup_prompt_text_matches_termal():
         "[TermAl mailbox notification]",
         "Mailbox `mailbox-1` has 2 unread message(s). Latest inbound: #3 from Alice.",
     ]
+
+
+async def test_the_hooks_synchronous_lifecycle_writer_is_the_writers_lifecycle(tmp_path):
+    """The same statements through both writers: the same wakes, the same rows moved."""
+    import shutil
+
+    from termal_tui.store.lifecycle import open_lifecycle_writer
+
+    states = "SELECT id, notification_disposition FROM mailbox_messages ORDER BY id"
+    first, second = tmp_path / "a" / "c.sqlite", tmp_path / "b" / "c.sqlite"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    async with open_writer(first) as writer:
+        for n in range(3):
+            await writer.append(
+                sender_session_id="session-a",
+                sender_name="a",
+                target_session_id=f"session-{'b' if n < 2 else 'c'}",
+                target_name="b" if n < 2 else "c",
+                body=f"hi {n}",
+                idempotency_key=f"k{n}",
+            )
+    shutil.copy(first, second)
+    for boot in (False, True):
+        async with open_writer(first) as writer:
+            expected = await writer.wakeups_for_session("session-b", boot=boot, queued=True)
+            for wake in expected:
+                await writer.mark_recovered_through("session-b", wake.mailbox_id, wake.sequence)
+                await writer.mark_delivered_through("session-b", wake.mailbox_id, wake.sequence)
+        with open_lifecycle_writer(second) as sync:
+            got = sync.wakeups_for_session("session-b", boot=boot, queued=True)
+            for wake in got:
+                sync.mark_recovered_through("session-b", wake.mailbox_id, wake.sequence)
+                sync.mark_delivered_through("session-b", wake.mailbox_id, wake.sequence)
+        assert got == expected
+    assert rows(first, states) == rows(second, states)
+    assert {state for _id, state in rows(second, states)} == {
+        "deliveredToIdleSession",
+        "durableButNotWoken",
+    }

@@ -3,13 +3,17 @@ session start, over the same wake passes as the channel server (``wake.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry, Session
+from termal_tui.models import UnreadWakeup
+
+if TYPE_CHECKING:
+    from termal_tui.store.lifecycle import LifecycleWriter
 
 HOOK_EVENTS = ("prompt", "stop", "session-start")
 
@@ -45,7 +49,19 @@ def hook_output(
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
 
 
-async def run_hook(
+def prepare_wakes(
+    writer: LifecycleWriter, session_id: str, *, boot: bool = False
+) -> list[tuple[UnreadWakeup, str]]:
+    """The wakes of one recovery pass, their rows marked ``recoveredWake`` (as
+    ``wake.prepare_wakes``, on the synchronous lifecycle writer)."""
+    prepared = []
+    for wake in writer.wakeups_for_session(session_id, boot=boot, queued=True):
+        writer.mark_recovered_through(session_id, wake.mailbox_id, wake.sequence, boot=boot)
+        prepared.append((wake, wake_prompt(wake)))
+    return prepared
+
+
+def run_hook(
     path: Path,
     registry: Registry,
     event: str,
@@ -55,34 +71,34 @@ async def run_hook(
 ) -> None:
     """One hook run: record the turn, prepare the wakes, ``write`` the one JSON document,
     then mark the wakes delivered (a document that could not be written leaves them
-    recoverable: ``write`` raises)."""
-    from termal_tui.agents.wake import mark_delivered, prepare_wakes
-    from termal_tui.store.writer import open_writer
+    recoverable: ``write`` raises). Synchronous: a hook must not pay for asyncio."""
+    from termal_tui.store.lifecycle import open_lifecycle_writer
 
-    async def begin() -> Session:
+    def begin() -> Session:
         # Like `mcp`, a hook registers its session if new (a SessionStart hook may run
         # before the agent's MCP server has started). A prompt starts a turn; a new
         # session starts idle (closing a turn an agent that died mid-turn left open).
-        me = await asyncio.to_thread(registry.ensure, session)
+        me = registry.ensure(session)
         if event in ("prompt", "session-start"):
-            await asyncio.to_thread(registry.set_turn, me.id, event == "prompt")
+            registry.set_turn(me.id, event == "prompt")
         return me
 
     if not path.exists():  # no mail yet: nothing to say
-        me = await begin()
+        me = begin()
         if event == "stop":
-            await asyncio.to_thread(registry.set_turn, me.id, False)
+            registry.set_turn(me.id, False)
         return
-    async with open_writer(path) as writer:  # first: a bad path is refused before the registry
-        me = await begin()
+    with open_lifecycle_writer(path) as writer:  # first: a bad path is refused first
+        me = begin()
         # Hook output is one JSON document: every wake is prepared (recoveredWake) first
         # and delivered only once that document is out.
-        prepared = await prepare_wakes(writer, me.id, boot=event == "session-start")
+        prepared = prepare_wakes(writer, me.id, boot=event == "session-start")
         prompts = [prompt for _wake, prompt in prepared]
-        unread = bool(prompts) or bool(await writer.wakeups_for_session(me.id, boot=True))
+        unread = bool(prompts) or bool(writer.wakeups_for_session(me.id, boot=True))
         output = hook_output(event, prompts, unread, bool(payload.get("stop_hook_active")))
         if output is not None:
             write(json.dumps(output, ensure_ascii=False) + "\n")
-        await mark_delivered(writer, me.id, [wake for wake, _prompt in prepared])
+        for wake, _prompt in prepared:
+            writer.mark_delivered_through(me.id, wake.mailbox_id, wake.sequence)
     if event == "stop" and output is None:
-        await asyncio.to_thread(registry.set_turn, me.id, False)
+        registry.set_turn(me.id, False)

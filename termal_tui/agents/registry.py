@@ -17,14 +17,12 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
-from termal_tui.store.connection import harden_files, prepare_state_dir
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -32,6 +30,7 @@ from termal_tui.store.errors import (
     StorageError,
     ValidationError,
 )
+from termal_tui.store.sqlite import harden_files, prepare_state_dir
 
 REGISTRY_FILENAME = "termal-tui-sessions.sqlite"
 REGISTRY_VERSION = 1
@@ -91,8 +90,9 @@ def validate_name(raw: str) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True)
-class Session:
+class Session(NamedTuple):
+    """One registered session (a NamedTuple: cheap to import, frozen, built from a row)."""
+
     id: str
     name: str
     agent: str | None
@@ -257,7 +257,7 @@ class Registry:
                     f"a session named `{clash[1]}` already exists ({clash[0]}); names are "
                     "unique case-insensitively"
                 )
-            session_id = "session-" + uuid.uuid4().hex[:12]
+            session_id = "session-" + os.urandom(6).hex()
             db.execute(
                 "INSERT INTO sessions(id, name, name_key, agent, workdir, created_at) "
                 "VALUES(?, ?, ?, ?, ?, ?)",

@@ -8,7 +8,6 @@ is imported and only its parser is built, so a hook pays for nothing else.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -58,6 +57,8 @@ def root_description() -> str:
 
 def suggest(word: str) -> str | None:
     """The nearest command name to a mistyped one, if any is near."""
+    import difflib
+
     close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
     return close[0] if close else None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -54,6 +53,8 @@ def registry_for(path: Path) -> Registry:
 @asynccontextmanager
 async def agent_tools(path: Path, name: str) -> AsyncIterator[AgentTools]:
     """The tools for the session named ``name`` (by name or id), over a writer."""
+    import asyncio
+
     from termal_tui.agents.tools import AgentTools
     from termal_tui.store.writer import open_writer
 

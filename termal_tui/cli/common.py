@@ -138,7 +138,32 @@ def _width() -> int:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the table's usage code and a sentence that names the command."""
+    """argparse with the table's usage code and a sentence that names the command.
+
+    argparse builds a formatter for every ``add_argument`` (to check metavars): the
+    coloured one is built only while help or usage is actually being printed.
+    """
+
+    _printing = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._printing:
+            return _formatter(self.prog)
+        return argparse.HelpFormatter(self.prog)
+
+    def format_help(self) -> str:
+        self._printing = True
+        try:
+            return super().format_help()
+        finally:
+            self._printing = False
+
+    def format_usage(self) -> str:
+        self._printing = True
+        try:
+            return super().format_usage()
+        finally:
+            self._printing = False
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -162,7 +187,6 @@ def make_parser(prog: str, description: str, epilog: str = EXIT_TABLE) -> Parser
         prog=prog,
         description=wrap(description),
         epilog=epilog,
-        formatter_class=_formatter,  # type: ignore[arg-type]
         allow_abbrev=False,
     )
 
@@ -178,7 +202,6 @@ def add_subparser(sub: Any, name: str, help_text: str, epilog: str = EXIT_TABLE)
         help=help_text,
         description=wrap(help_text),
         epilog=epilog,
-        formatter_class=_formatter,
         allow_abbrev=False,
     )
     return parser
@@ -231,8 +254,8 @@ def check_database(path: Path, *, writing: bool = False, may_create: bool = Fals
     coordination database is checked by the reader or writer that opens it, before it
     changes anything.
     """
-    from termal_tui.store.connection import display_path, inspect_database_file
     from termal_tui.store.errors import NotFoundError, SchemaError
+    from termal_tui.store.sqlite import display_path, inspect_database_file
 
     if path.is_symlink():
         if writing:

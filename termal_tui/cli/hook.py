@@ -1,13 +1,13 @@
 """``termal-tui hook prompt|stop|session-start --session NAME``: hook adapters.
 
 Hooks run on every prompt and every stop of every agent: this path imports the
-registry, the writer and the wake pass, and nothing else (no pydantic, no rich).
+registry and the synchronous lifecycle writer, and nothing else (no asyncio, no
+aiosqlite, no pydantic, no rich).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from termal_tui.cli.agents import add_identity, database, registry_for
@@ -35,7 +35,5 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     path = database(args, parser)
     stdin = sys.stdin
     payload = parse_hook_input(stdin.read() if stdin is not None and not stdin.isatty() else "")
-    asyncio.run(
-        run_hook(path, registry_for(path), args.event, args.session, payload, print_flushed)
-    )
+    run_hook(path, registry_for(path), args.event, args.session, payload, print_flushed)
     return EXIT_OK

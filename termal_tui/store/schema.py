@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from termal_tui.sanitize import quote
-from termal_tui.store.connection import display_path
 from termal_tui.store.errors import SchemaError
 from termal_tui.store.queries import as_text
+from termal_tui.store.sqlite import display_path
 
 SCHEMA_VERSION: Final = "1"
 META_SCHEMA_VERSION: Final = "coordination_schema_version"
@@ -41,105 +40,114 @@ COPY_ORDER: Final = (
     "coordination_board_deleted_scopes",
 )
 
+# TermAl's DDL text, byte for byte (src/coordination_persist.rs): SQLite keeps each
+# CREATE statement's text in sqlite_master, so `sqlite3 FILE .schema` of a file we
+# create is identical to one TermAl created.
 META_DDL: Final = """
-CREATE TABLE IF NOT EXISTS meta (
-  key TEXT PRIMARY KEY,
-  value TEXT NOT NULL
-);
+            CREATE TABLE IF NOT EXISTS meta (
+              key TEXT PRIMARY KEY,
+              value TEXT NOT NULL
+            );
 """
 
 TABLES_DDL: Final = """
-CREATE TABLE IF NOT EXISTS mailboxes (
-  id TEXT PRIMARY KEY,
-  participant_key TEXT NOT NULL UNIQUE,
-  created_at TEXT NOT NULL,
-  next_sequence INTEGER NOT NULL
-);
+            CREATE TABLE IF NOT EXISTS mailboxes (
+              id TEXT PRIMARY KEY,
+              participant_key TEXT NOT NULL UNIQUE,
+              created_at TEXT NOT NULL,
+              next_sequence INTEGER NOT NULL
+            );
 
-CREATE TABLE IF NOT EXISTS mailbox_participants (
-  mailbox_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  processed_through INTEGER NOT NULL DEFAULT 0,
-  joined_at TEXT NOT NULL,
-  left_at TEXT,
-  PRIMARY KEY (mailbox_id, session_id),
-  FOREIGN KEY (mailbox_id) REFERENCES mailboxes(id) ON DELETE CASCADE
-);
+            CREATE TABLE IF NOT EXISTS mailbox_participants (
+              mailbox_id TEXT NOT NULL,
+              session_id TEXT NOT NULL,
+              display_name TEXT NOT NULL,
+              processed_through INTEGER NOT NULL DEFAULT 0,
+              joined_at TEXT NOT NULL,
+              left_at TEXT,
+              PRIMARY KEY (mailbox_id, session_id),
+              FOREIGN KEY (mailbox_id) REFERENCES mailboxes(id) ON DELETE CASCADE
+            );
 
-CREATE TABLE IF NOT EXISTS mailbox_messages (
-  id TEXT PRIMARY KEY,
-  mailbox_id TEXT NOT NULL,
-  sequence INTEGER NOT NULL,
-  sender_session_id TEXT NOT NULL,
-  sender_name TEXT NOT NULL,
-  target_session_id TEXT NOT NULL,
-  target_name TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  class TEXT NOT NULL CHECK (class = 'routine'),
-  topic TEXT,
-  state_stamp TEXT,
-  body TEXT NOT NULL,
-  idempotency_key TEXT NOT NULL,
-  unread_depth_at_append INTEGER NOT NULL,
-  notification_disposition TEXT NOT NULL,
-  dispatch_outcome TEXT,
-  UNIQUE (mailbox_id, sequence),
-  UNIQUE (sender_session_id, idempotency_key),
-  FOREIGN KEY (mailbox_id) REFERENCES mailboxes(id) ON DELETE CASCADE
-);
+            CREATE TABLE IF NOT EXISTS mailbox_messages (
+              id TEXT PRIMARY KEY,
+              mailbox_id TEXT NOT NULL,
+              sequence INTEGER NOT NULL,
+              sender_session_id TEXT NOT NULL,
+              sender_name TEXT NOT NULL,
+              target_session_id TEXT NOT NULL,
+              target_name TEXT NOT NULL,
+              created_at TEXT NOT NULL,
+              class TEXT NOT NULL CHECK (class = 'routine'),
+              topic TEXT,
+              state_stamp TEXT,
+              body TEXT NOT NULL,
+              idempotency_key TEXT NOT NULL,
+              unread_depth_at_append INTEGER NOT NULL,
+              notification_disposition TEXT NOT NULL,
+              dispatch_outcome TEXT,
+              UNIQUE (mailbox_id, sequence),
+              UNIQUE (sender_session_id, idempotency_key),
+              FOREIGN KEY (mailbox_id) REFERENCES mailboxes(id) ON DELETE CASCADE
+            );
 
-CREATE INDEX IF NOT EXISTS mailbox_participants_session
-  ON mailbox_participants(session_id, left_at);
+            CREATE INDEX IF NOT EXISTS mailbox_participants_session
+              ON mailbox_participants(session_id, left_at);
 
-CREATE TABLE IF NOT EXISTS coordination_board_scopes (
-  scope_id TEXT PRIMARY KEY,
-  generation INTEGER NOT NULL DEFAULT 0 CHECK (generation >= 0)
-);
+            CREATE TABLE IF NOT EXISTS coordination_board_scopes (
+              scope_id TEXT PRIMARY KEY,
+              generation INTEGER NOT NULL DEFAULT 0 CHECK (generation >= 0)
+            );
 
-CREATE TABLE IF NOT EXISTS coordination_board_entries (
-  scope_id TEXT NOT NULL,
-  key TEXT NOT NULL,
-  revision INTEGER NOT NULL CHECK (revision > 0),
-  generation INTEGER NOT NULL CHECK (generation > 0),
-  value_json TEXT,
-  author_session_id TEXT NOT NULL,
-  author_name TEXT NOT NULL,
-  updated_at TEXT NOT NULL,
-  state_stamp TEXT,
-  PRIMARY KEY (scope_id, key),
-  FOREIGN KEY (scope_id) REFERENCES coordination_board_scopes(scope_id) ON DELETE CASCADE
-);
+            CREATE TABLE IF NOT EXISTS coordination_board_entries (
+              scope_id TEXT NOT NULL,
+              key TEXT NOT NULL,
+              revision INTEGER NOT NULL CHECK (revision > 0),
+              generation INTEGER NOT NULL CHECK (generation > 0),
+              value_json TEXT,
+              author_session_id TEXT NOT NULL,
+              author_name TEXT NOT NULL,
+              updated_at TEXT NOT NULL,
+              state_stamp TEXT,
+              PRIMARY KEY (scope_id, key),
+              FOREIGN KEY (scope_id)
+                REFERENCES coordination_board_scopes(scope_id)
+                ON DELETE CASCADE
+            );
 
-CREATE TABLE IF NOT EXISTS coordination_board_history (
-  scope_id TEXT NOT NULL,
-  key TEXT NOT NULL,
-  revision INTEGER NOT NULL CHECK (revision > 0),
-  generation INTEGER NOT NULL CHECK (generation > 0),
-  value_json TEXT,
-  author_session_id TEXT NOT NULL,
-  author_name TEXT NOT NULL,
-  updated_at TEXT NOT NULL,
-  state_stamp TEXT,
-  PRIMARY KEY (scope_id, key, revision),
-  FOREIGN KEY (scope_id) REFERENCES coordination_board_scopes(scope_id) ON DELETE CASCADE
-);
+            CREATE TABLE IF NOT EXISTS coordination_board_history (
+              scope_id TEXT NOT NULL,
+              key TEXT NOT NULL,
+              revision INTEGER NOT NULL CHECK (revision > 0),
+              generation INTEGER NOT NULL CHECK (generation > 0),
+              value_json TEXT,
+              author_session_id TEXT NOT NULL,
+              author_name TEXT NOT NULL,
+              updated_at TEXT NOT NULL,
+              state_stamp TEXT,
+              PRIMARY KEY (scope_id, key, revision),
+              FOREIGN KEY (scope_id)
+                REFERENCES coordination_board_scopes(scope_id)
+                ON DELETE CASCADE
+            );
 
-CREATE TABLE IF NOT EXISTS coordination_board_idempotency (
-  scope_id TEXT NOT NULL,
-  author_session_id TEXT NOT NULL,
-  idempotency_key TEXT NOT NULL,
-  request_hash TEXT NOT NULL,
-  receipt_json TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  PRIMARY KEY (scope_id, author_session_id, idempotency_key),
-  FOREIGN KEY (scope_id) REFERENCES coordination_board_scopes(scope_id) ON DELETE CASCADE
-);
+            CREATE TABLE IF NOT EXISTS coordination_board_idempotency (
+              scope_id TEXT NOT NULL,
+              author_session_id TEXT NOT NULL,
+              idempotency_key TEXT NOT NULL,
+              request_hash TEXT NOT NULL,
+              receipt_json TEXT NOT NULL,
+              created_at TEXT NOT NULL,
+              PRIMARY KEY (scope_id, author_session_id, idempotency_key),
+              FOREIGN KEY (scope_id)
+                REFERENCES coordination_board_scopes(scope_id)
+                ON DELETE CASCADE
+            );
 
-CREATE TABLE IF NOT EXISTS coordination_board_deleted_scopes (
-  scope_id TEXT PRIMARY KEY,
-  deleted_at TEXT NOT NULL
-);
+            CREATE TABLE IF NOT EXISTS coordination_board_deleted_scopes (
+              scope_id TEXT PRIMARY KEY,
+              deleted_at TEXT NOT NULL
+            );
 """
 
 BACKFILL_SQL: Final = """
@@ -154,8 +162,7 @@ WHERE dispatch_outcome IS NULL
 """
 
 
-@dataclass(frozen=True)
-class SchemaInfo:
+class SchemaInfo(NamedTuple):
     """What the reader learned about a file without changing it."""
 
     has_dispatch_outcome: bool

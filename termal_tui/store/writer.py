@@ -22,7 +22,6 @@ from termal_tui.formats import (
     CLASS_NOT_SUPPORTED,
     MAX_BODY_BYTES,
     MAX_METADATA_BYTES,
-    NEVER_WOKEN_PASS_CAP,
     READ_LIMIT_DEFAULT,
     REQUEST_DEADLINE_SECONDS,
     Clock,
@@ -42,21 +41,18 @@ from termal_tui.formats import (
 )
 from termal_tui.models import (
     CONTROL_TOPIC,
-    DELIVERED_TO_IDLE_SESSION,
     DISPATCH_OUTCOMES,
     DURABLE_BUT_NOT_WOKEN,
-    QUEUED_BEHIND_ACTIVE_TURN,
     AppendReceipt,
     MailboxMessage,
     MailboxSummary,
     UnreadWakeup,
 )
-from termal_tui.store import queries
+from termal_tui.store import lifecycle, queries
 from termal_tui.store.connection import (
     WriterAdmission,
     connect_read_write,
     describe_error,
-    is_busy,
     read_snapshot,
     run,
 )
@@ -66,8 +62,8 @@ from termal_tui.store.errors import (
     RetryableError,
     UnprocessableError,
     ValidationError,
-    busy_message,
 )
+from termal_tui.store.lifecycle import in_write_transaction
 from termal_tui.store.schema import ensure_schema
 
 if TYPE_CHECKING:
@@ -109,40 +105,6 @@ def validate_append(
 
 def _one(db: sqlite3.Connection, sql: str, params: Any = ()) -> Any:
     return db.execute(sql, params).fetchone()
-
-
-def _in_write_transaction(
-    db: sqlite3.Connection,
-    work: Callable[[sqlite3.Connection], T],
-    begin: str,
-    commit: str,
-) -> T:
-    """On the connection's thread: BEGIN IMMEDIATE, work, COMMIT (ROLLBACK on any failure)."""
-    try:
-        db.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as error:
-        if is_busy(error):
-            raise RetryableError(busy_message(begin)) from error
-        raise
-    try:
-        result = work(db)
-    except BaseException:
-        _rollback(db)
-        raise
-    try:
-        db.execute("COMMIT")
-    except sqlite3.Error as error:
-        _rollback(db)
-        if is_busy(error):
-            raise RetryableError(busy_message(commit)) from error
-        raise
-    return result
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        if db.in_transaction:
-            db.execute("ROLLBACK")
 
 
 class MailboxWriter:
@@ -195,7 +157,7 @@ class MailboxWriter:
         )
         async with gate:
             return await self._call(
-                lambda db: _in_write_transaction(db, work, begin, commit), writing=True
+                lambda db: in_write_transaction(db, work, begin, commit), writing=True
             )
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -464,91 +426,33 @@ class MailboxWriter:
         self, session_id: str, mailbox_id: str, sequence: int, boot: bool = False
     ) -> int:
         """Advance covered rows to ``recoveredWake`` (never-woken only, or every unread on boot)."""
-        if boot:
-            sql = (
-                "UPDATE mailbox_messages SET notification_disposition = 'recoveredWake' "
-                "WHERE mailbox_id = ?1 AND target_session_id = ?2 AND EXISTS ("
-                "  SELECT 1 FROM mailbox_participants participant"
-                "  WHERE participant.mailbox_id = mailbox_messages.mailbox_id"
-                "    AND participant.session_id = mailbox_messages.target_session_id"
-                "    AND participant.left_at IS NULL"
-                "    AND mailbox_messages.sequence > participant.processed_through)"
-                " AND sequence <= ?3 AND notification_disposition != 'recoveredWake'"
-            )
-        else:
-            sql = (
-                "UPDATE mailbox_messages SET notification_disposition = 'recoveredWake' "
-                "WHERE mailbox_id = ?1 AND target_session_id = ?2 AND sequence <= ?3 "
-                "AND notification_disposition = 'durableButNotWoken'"
-            )
         return await self._update_count(
-            sql,
-            (mailbox_id, session_id, sequence),
-            admission="reactivating a mailbox participant",
+            *lifecycle.recovered_update(session_id, mailbox_id, sequence, boot),
+            admission=lifecycle.RECOVERY_ADMISSION,
         )
 
     async def mark_delivered_through(self, session_id: str, mailbox_id: str, sequence: int) -> int:
         """Runtime acceptance: every covered row becomes ``deliveredToIdleSession``."""
         return await self._update_count(
-            "UPDATE mailbox_messages SET notification_disposition = ?4 "
-            "WHERE mailbox_id = ?1 AND target_session_id = ?2 AND sequence <= ?3 "
-            "AND notification_disposition != ?4",
-            (mailbox_id, session_id, sequence, DELIVERED_TO_IDLE_SESSION),
-            admission=None,
+            *lifecycle.delivered_update(session_id, mailbox_id, sequence), admission=None
         )
 
     async def _update_count(self, sql: str, params: Any, *, admission: str | None) -> int:
         return await self._transaction(
             lambda db: db.execute(sql, params).rowcount,
             admission=admission,
-            begin="beginning a mailbox lifecycle update",
-            commit="committing a mailbox lifecycle update",
+            begin=lifecycle.LIFECYCLE_BEGIN,
+            commit=lifecycle.LIFECYCLE_COMMIT,
         )
 
     async def wakeups_for_session(
         self, session_id: str, boot: bool = False, queued: bool = False
     ) -> list[UnreadWakeup]:
-        """Mailboxes needing a wake: never-woken pass capped at 16, boot pass unbounded.
-
-        ``queued=True`` also counts rows whose wake is queued behind an active turn
-        (``queuedBehindActiveTurn``) as candidates of the capped pass: without TermAl's
-        in-process prompt queue, the end of that turn is when their wake is delivered.
-        """
-        unread = queries.UNREAD_FOR.format(
-            mailbox="m.id", cursor="mine.processed_through", session=":s"
+        """Mailboxes needing a wake (see :func:`lifecycle.wakeups_query`)."""
+        sql, params = lifecycle.wakeups_query(session_id, boot, queued)
+        return lifecycle.wakeups_from(
+            await self._read(lambda db: db.execute(sql, params).fetchall())
         )
-        sql = f"""
-            SELECT m.id, message.id, message.sequence, ({unread}),
-              message.sender_session_id, message.sender_name
-            FROM mailboxes m
-            JOIN mailbox_participants mine
-              ON mine.mailbox_id = m.id AND mine.session_id = :s AND mine.left_at IS NULL
-            JOIN mailbox_messages message
-              ON message.mailbox_id = m.id AND message.sequence = (
-                SELECT MAX(candidate.sequence) FROM mailbox_messages candidate
-                WHERE candidate.mailbox_id = m.id
-                  AND candidate.sequence > mine.processed_through
-                  AND candidate.target_session_id = :s
-                  AND {queries.NOT_CONTROL.format(t="candidate.")}
-                  AND (:boot = 1 OR candidate.notification_disposition = '{DURABLE_BUT_NOT_WOKEN}'
-                       OR (:queued = 1 AND candidate.notification_disposition
-                           = '{QUEUED_BEHIND_ACTIVE_TURN}')))
-            ORDER BY message.created_at DESC, m.id
-            LIMIT CASE WHEN :boot = 1 THEN -1 ELSE {NEVER_WOKEN_PASS_CAP} END
-        """
-        params = {"s": session_id, "ctl": CONTROL_TOPIC, "boot": int(boot), "queued": int(queued)}
-        rows = await self._read(lambda db: db.execute(sql, params).fetchall())
-        return [
-            UnreadWakeup(
-                mailbox_id=row[0],
-                message_id=row[1],
-                sequence=row[2],
-                unread_count=row[3],
-                sender_session_id=row[4],
-                sender_name=row[5],
-            )
-            for row in rows
-        ]
 
     # Reads as a participant. They take the same arguments in the same order as the
     # reader's (``session_id`` keyword-only everywhere), but the session is required:
