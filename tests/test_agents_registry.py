@@ -15,7 +15,13 @@ from termal_tui.agents.registry import (
     Registry,
     registry_path_for,
 )
-from termal_tui.store.errors import ConflictError, NotFoundError, StorageError, ValidationError
+from termal_tui.store.errors import (
+    ConflictError,
+    NotFoundError,
+    SchemaError,
+    StorageError,
+    ValidationError,
+)
 
 
 @pytest.fixture
@@ -134,7 +140,7 @@ def test_a_newer_registry_is_refused(registry: Registry):
 def test_a_file_that_is_not_a_registry_is_refused(tmp_path: Path):
     path = tmp_path / REGISTRY_FILENAME
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StorageError, match="is not a termal-tui session registry"):
+    with pytest.raises(SchemaError, match="is not a SQLite database"):
         Registry(path).sessions()
     assert path.read_bytes() == b"this is not sqlite" * 100
 

@@ -252,7 +252,7 @@ async def test_a_deletion_during_repair_wins_and_restores_exactly_the_cleared_ma
         calls["n"] += 1
         session = real_get(session_id)
         if calls["n"] >= 2:  # the revalidation sees the concurrent deletion
-            return dataclasses.replace(session, removed_at="2026-12-01T00:00:00Z")
+            return session._replace(removed_at="2026-12-01T00:00:00Z")
         return session
 
     monkeypatch.setattr(peers.registry, "get", deleted_after_first_check)

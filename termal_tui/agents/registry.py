@@ -13,6 +13,7 @@ processes share the file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -30,7 +31,14 @@ from termal_tui.store.errors import (
     StorageError,
     ValidationError,
 )
-from termal_tui.store.sqlite import harden_files, prepare_state_dir
+from termal_tui.store.sqlite import (
+    SIDECAR_SUFFIXES,
+    FileKind,
+    check_before_write,
+    describe_error,
+    display_path,
+    harden_files,
+)
 
 REGISTRY_FILENAME = "termal-tui-sessions.sqlite"
 REGISTRY_VERSION = 1
@@ -146,6 +154,22 @@ def _session(row: tuple[object, ...]) -> Session:
     return Session(*row)  # type: ignore[arg-type]
 
 
+REGISTRY_FILE = FileKind("termal-tui session registry", frozenset({"sessions", "wake_marks"}))
+
+
+def _create_private(path: Path) -> None:
+    """Create the registry file 0600 before SQLite opens it (never a moment at 0644)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+
+
+def _remove_new(path: Path) -> None:
+    """Remove a registry this process just created and could not set up."""
+    for candidate in [path, *(Path(f"{path}{suffix}") for suffix in SIDECAR_SUFFIXES)]:
+        with contextlib.suppress(OSError):
+            candidate.unlink()
+
+
 class Registry:
     """Sessions by id and name. Construct with the registry file's path."""
 
@@ -161,24 +185,39 @@ class Registry:
 
     # ------------------------------------------------------------ plumbing
 
+    def check(self, *, prepare: bool = False) -> bool:
+        """The one check every file we write gets (``sqlite.check_before_write``), before
+        anything opens this one: not a symlink, a regular SQLite file that is a session
+        registry (or empty). ``prepare`` also creates its directory. Returns whether the
+        file exists."""
+        return check_before_write(self.path, REGISTRY_FILE, prepare=prepare)
+
     def _connection(self) -> sqlite3.Connection:
         """One long-lived connection (no transaction is held between calls)."""
         if self._db is None:
+            existed = self.check(prepare=True)
+            if not existed:
+                _create_private(self.path)
             try:
-                prepare_state_dir(self.path)
                 db = sqlite3.connect(
                     self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
                 )
             except (sqlite3.Error, OSError) as error:
+                if not existed:
+                    _remove_new(self.path)
                 raise StorageError(
-                    f"cannot open the session registry {self.path}: {error}"
+                    f"cannot open the session registry {display_path(self.path)}: {error}"
                 ) from error
             try:
                 self._ensure(db)
                 # WAL with NORMAL: a heartbeat a second costs no fsync.
                 db.execute("PRAGMA synchronous = NORMAL")
-            except BaseException:
+            except BaseException as error:
                 db.close()
+                if not existed:
+                    _remove_new(self.path)  # a failed first start leaves nothing behind
+                if isinstance(error, sqlite3.Error):
+                    raise describe_error(self.path, error, writing=True) from error
                 raise
             harden_files(self.path)
             self._db = db
@@ -212,11 +251,9 @@ class Registry:
                         "the session registry is temporarily busy; no registry write was "
                         "committed by this operation, so retry the same request"
                     ) from error
-                raise StorageError(f"the session registry {self.path} failed: {error}") from error
+                raise describe_error(self.path, error, writing=write) from error
             except sqlite3.DatabaseError as error:
-                raise StorageError(
-                    f"{self.path} is not a termal-tui session registry ({error})"
-                ) from error
+                raise describe_error(self.path, error, writing=write) from error
 
     def close(self) -> None:
         with self._lock:
@@ -225,12 +262,7 @@ class Registry:
                 self._db = None
 
     def _ensure(self, db: sqlite3.Connection) -> None:
-        try:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise StorageError(
-                f"{self.path} is not a termal-tui session registry ({error})"
-            ) from error
+        version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > REGISTRY_VERSION:
             raise StorageError(
                 f"the session registry {self.path} has version {version}; this termal-tui "

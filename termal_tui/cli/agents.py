@@ -37,10 +37,12 @@ def add_identity(parser: argparse.ArgumentParser, flag: str = "--as") -> None:
 
 
 def database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
-    """The agents' database, checked once (the same check as every command's): it may be
-    missing (the first writer creates it), never a symlink, FIFO or foreign file."""
+    """The agents' database and its registry, both checked before anything opens either
+    (the same check as every file we write): each may be missing (the first writer
+    creates it), never a symlink, FIFO, foreign or non-SQLite file."""
     path = db_path(args, parser)
     check_database(path, writing=True, may_create=True)
+    registry_for(path).check()
     return path
 
 

@@ -248,23 +248,20 @@ def check_database(path: Path, *, writing: bool = False, may_create: bool = Fals
     """The one check every command makes of its database path before anything opens it.
 
     A file that exists must be a regular SQLite file (not a directory, FIFO or device,
-    checked by its header without blocking) and, when ``writing``, not a symlink. A
-    missing file is ``NotFoundError`` unless ``may_create`` (a writer that bootstraps
-    TermAl's schema on first use). Returns whether the file exists. Whether it is a
-    coordination database is checked by the reader or writer that opens it, before it
-    changes anything.
+    checked by its header without blocking); when ``writing``, it is checked as every
+    file we write is (``sqlite.check_before_write``: no symlink, and a coordination
+    database or empty). A missing file is ``NotFoundError`` unless ``may_create`` (a
+    writer that bootstraps TermAl's schema on first use). Returns whether it exists.
+    Readers check the schema when they open it, before reading anything.
     """
-    from termal_tui.store.errors import NotFoundError, SchemaError
-    from termal_tui.store.sqlite import display_path, inspect_database_file
+    from termal_tui.store.errors import NotFoundError
+    from termal_tui.store.sqlite import check_before_write, display_path, inspect_database_file
 
-    if path.is_symlink():
-        if writing:
-            raise SchemaError(f"refusing to open {display_path(path)}: it is a symlink")
-        if not path.exists():
-            raise NotFoundError(f"{display_path(path)} is a symlink to nothing")
-    if not path.exists():
-        if may_create:
-            return False
+    if not writing and path.is_symlink() and not path.exists():
+        raise NotFoundError(f"{display_path(path)} is a symlink to nothing")
+    if not os.path.lexists(path) and not may_create:
         raise NotFoundError(f"{display_path(path)} does not exist")
+    if writing:
+        return check_before_write(path, prepare=False)
     inspect_database_file(path)
     return True

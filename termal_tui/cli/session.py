@@ -41,9 +41,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 async def _check_coordination(path: Path) -> None:
-    """An existing database must be a coordination database (read-only check), so a
-    mistyped path gets one sentence and no registry file is created beside it."""
-    if path.exists():
+    """An existing database must be a coordination database of a version we read
+    (read-only check), so no registry file is created beside anything else. An empty
+    file is an empty database, as for every writer."""
+    if path.exists() and path.stat().st_size:
         from termal_tui.store.reader import open_reader
 
         async with open_reader(path):

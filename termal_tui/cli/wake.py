@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 
@@ -21,32 +20,31 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per wake")
 
 
-async def _wake(path: Path, name: str, boot: bool, as_json: bool) -> None:
-    from termal_tui.agents.wake import wake_pass
+def _wake(path: Path, name: str, boot: bool, as_json: bool) -> None:
+    """One pull pass on the synchronous lifecycle writer (no asyncio, as the hooks): each
+    wake is delivered only once its prompt was written to stdout."""
+    from termal_tui.agents.hooks import prepare_wakes
     from termal_tui.cli.output import print_flushed
-    from termal_tui.models import UnreadWakeup
     from termal_tui.sanitize import visible
-    from termal_tui.store.writer import open_writer
+    from termal_tui.store.lifecycle import open_lifecycle_writer
 
-    registry = registry_for(path)
-    me = await asyncio.to_thread(registry.resolve_own, name)
+    me = registry_for(path).resolve_own(name)
     if not path.exists():
         return  # no database yet: nothing to say
-    first = True
-
-    async def written(_wake: UnreadWakeup, prompt: str) -> None:
-        nonlocal first
-        if as_json:
-            print_flushed(json.dumps({"prompt": prompt}, ensure_ascii=False) + "\n")
-        else:
-            # Names in a prompt come from the database: never raw escapes on a terminal.
-            print_flushed(("" if first else "\n") + visible(prompt) + "\n")
-        first = False
-
-    async with open_writer(path) as writer:
-        await wake_pass(writer, me.id, written, boot=boot)
+    with open_lifecycle_writer(path) as writer:
+        for number, (wake, prompt) in enumerate(prepare_wakes(writer, me.id, boot=boot)):
+            try:
+                if as_json:
+                    print_flushed(json.dumps({"prompt": prompt}, ensure_ascii=False) + "\n")
+                else:
+                    # Names in a prompt come from the database: never raw escapes on a
+                    # terminal.
+                    print_flushed(("\n" if number else "") + visible(prompt) + "\n")
+            except OSError:
+                return  # not written: this and the rest stay recoverable (a boot pass)
+            writer.mark_delivered_through(me.id, wake.mailbox_id, wake.sequence)
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    asyncio.run(_wake(database(args, parser), args.session, args.boot, args.json))
+    _wake(database(args, parser), args.session, args.boot, args.json)
     return EXIT_OK

@@ -11,7 +11,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 from termal_tui.formats import BUSY_TIMEOUT_MS
 from termal_tui.sanitize import visible_line
@@ -211,27 +211,61 @@ def prepare_state_dir(path: Path) -> None:
         _hardening_failure(f"cannot restrict permissions of {display_path(directory)}: {error}.")
 
 
-def _refuse_foreign(db: sqlite3.Connection, path: Path) -> None:
-    """An existing SQLite file with tables, none of them TermAl's: refuse before any write
-    (no WAL switch, no tables added, no chmod)."""
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if tables and not tables & {"meta", "mailboxes", "mailbox_participants", "mailbox_messages"}:
-        raise SchemaError(
-            f"{display_path(path)} is a SQLite database but not a TermAl coordination "
-            "database; nothing was changed"
-        )
+class FileKind(NamedTuple):
+    """What a file we write must be, if it exists: its name in sentences, and the tables
+    of which it must have at least one (an empty database is fine: it becomes one)."""
+
+    name: str
+    tables: frozenset[str]
 
 
-def check_before_write(path: Path) -> bool:
-    """What is there is checked before anything is changed: a symlink, a FIFO, a file that
-    is not SQLite is refused with its bytes, mode and directory untouched. Creates the
-    state directory if missing. Returns whether the file existed."""
-    existed = path.exists() or path.is_symlink()
+COORDINATION: Final = FileKind(
+    "TermAl coordination database",
+    frozenset({"meta", "mailboxes", "mailbox_participants", "mailbox_messages"}),
+)
+
+
+def _peek_tables(path: Path) -> set[str]:
+    """The table names of an existing SQLite file, read without changing it: through the
+    file's own locks when it is in use (its sidecars exist), else as an immutable
+    snapshot (so no -wal or -shm is created beside someone else's database)."""
+    if path.stat().st_size == 0:
+        return set()
+    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    try:
+        conn = sqlite3.connect(read_only_uri(path, immutable=not in_use), uri=True)
+    except sqlite3.Error as error:
+        raise describe_error(path, error) from error
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    except sqlite3.Error as error:
+        raise describe_error(path, error) from error
+    finally:
+        conn.close()
+    return {str(row[0]) for row in rows}
+
+
+def check_before_write(path: Path, kind: FileKind = COORDINATION, *, prepare: bool = True) -> bool:
+    """The one check before any SQLite file of ours is opened for writing (the
+    coordination database, the session registry): the file and its sidecars are not
+    symlinks; an existing file is a regular SQLite file (checked by its header, without
+    blocking on a FIFO) and is ``kind`` (or empty). Anything else is refused with its
+    bytes, mode and directory untouched. Then (``prepare``) creates the state directory
+    if missing. Returns whether the file existed."""
+    for candidate in [path, *(Path(f"{path}{suffix}") for suffix in SIDECAR_SUFFIXES)]:
+        if candidate.is_symlink():
+            _hardening_failure(f"refusing to open {display_path(candidate)}: it is a symlink.")
+    existed = os.path.lexists(path)
     if existed:
-        if path.is_symlink():
-            _hardening_failure(f"refusing to open {path}: it is a symlink.")
         inspect_database_file(path)
-    prepare_state_dir(path)
+        tables = _peek_tables(path)
+        if tables and not tables & kind.tables:
+            raise SchemaError(
+                f"{display_path(path)} is a SQLite database but not a {kind.name}; "
+                "nothing was changed"
+            )
+    if prepare:
+        prepare_state_dir(path)
     return existed
 
 
@@ -243,8 +277,6 @@ def configure_read_write(
     Raises a typed StoreError (busy: RetryableError) and leaves closing to the caller."""
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if existed:
-            _refuse_foreign(conn, path)
         harden_files(path)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
