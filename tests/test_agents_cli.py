@@ -221,7 +221,7 @@ def test_mcp_without_the_sdk_says_how_to_install_it(run, monkeypatch: pytest.Mon
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_mcp)
-    code, _, err = run("mcp", "--session", "alice")
+    code, _, err = run("mcp", "--session", "alice", "--register")
     assert code != 0 and "pip install 'termal-tui[mcp]'" in err
 
 
@@ -279,10 +279,27 @@ def test_history_with_a_removed_peer_stays_readable_by_name(run, pair):
     assert code == EXIT_NOT_FOUND and "was removed" in err
 
 
-def test_a_hook_registers_its_session_if_new(run):
-    code, out, _ = run("hook", "session-start", "--session", "newcomer", stdin="{}")
+def test_a_hook_registers_its_session_only_when_told_to(run, pair):
+    """A typo must not create a peer: an unknown name is an error naming the known ones."""
+    code, out, err = run("hook", "prompt", "--session", "hbb", stdin="{}")
+    assert code == EXIT_NOT_FOUND and out == ""
+    assert "no registered session is named `hbb`" in err and "alice, bob" in err
+    assert "--register" in err
+    names = [s["name"] for s in json.loads(run("session", "list", "--json")[1])]
+    assert names == ["alice", "bob"]
+    code, out, _ = run("hook", "session-start", "--session", "newcomer", "--register")
     assert (code, out) == (EXIT_OK, "")
-    assert [s["name"] for s in json.loads(run("session", "list", "--json")[1])] == ["newcomer"]
+    names = [s["name"] for s in json.loads(run("session", "list", "--json")[1])]
+    assert names == ["alice", "bob", "newcomer"]
+
+
+def test_a_removed_name_is_not_registered_again_by_a_hook_or_server(run, pair):
+    run("session", "rm", "bob")
+    for argv in (("hook", "stop", "--session", "bob"), ("mcp", "--session", "bob")):
+        code, _out, err = run(*argv, stdin="{}")
+        assert code == EXIT_NOT_FOUND and "was removed at" in err, (argv, err)
+        assert "known sessions: alice" in err
+    assert [s["name"] for s in json.loads(run("session", "list", "--json")[1])] == ["alice"]
 
 
 def test_a_new_session_closes_a_turn_its_crashed_predecessor_left_open(run, pair):

@@ -36,7 +36,22 @@ def environment(home: Path) -> dict[str, str]:
     return {"TERMAL_HOME": str(home), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+def register_documented_session(args: list[str], home: Path) -> None:
+    """Step 2 of the README: the session is registered before its server starts."""
+    name = args[args.index("--session") + 1]
+    done = subprocess.run(
+        [str(BIN / "termal-tui"), "session", "add", name],
+        capture_output=True,
+        text=True,
+        env=environment(home),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 async def serve_and_list(command: str, args: list[str], home: Path) -> tuple[set[str], Any]:
+    register_documented_session(args, home)
     executable = str(BIN / command) if command == "termal-tui" else command
     params = StdioServerParameters(command=executable, args=args, env=environment(home))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:

@@ -56,7 +56,7 @@ class ToolFailure(Exception):
 async def agent(
     db: Path, name: str, *, channel: bool, env: dict[str, str] | None = None
 ) -> AsyncIterator[Agent]:
-    args = ["mcp", "--session", name, str(db)] + (["--channel"] if channel else [])
+    args = ["mcp", "--session", name, str(db), "--register"] + (["--channel"] if channel else [])
     params = StdioServerParameters(command=EXE, args=args, env=env)
     events: list[tuple[float, ChannelParams]] = []
 

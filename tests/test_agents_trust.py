@@ -121,7 +121,10 @@ def test_a_bad_database_is_named_before_any_session_lookup(run, tmp_path, argv, 
 def test_an_empty_file_is_one_rule_for_every_command(run, tmp_path):
     """A 0-byte file is an empty database: every writer makes it TermAl's, and says so
     nowhere differently (session add no longer refuses what mcp and hooks accept)."""
-    for argv in (("session", "add", "alice"), ("hook", "prompt", "--session", "alice")):
+    for argv in (
+        ("session", "add", "alice"),
+        ("hook", "prompt", "--session", "alice", "--register"),
+    ):
         path = tmp_path / argv[0] / "coordination.sqlite"
         path.parent.mkdir()
         path.write_bytes(b"")

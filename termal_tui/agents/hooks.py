@@ -68,17 +68,21 @@ def run_hook(
     session: str,
     payload: dict[str, Any],
     write: Callable[[str], None],
+    *,
+    register: bool = False,
 ) -> None:
     """One hook run: record the turn, prepare the wakes, ``write`` the one JSON document,
     then mark the wakes delivered (a document that could not be written leaves them
-    recoverable: ``write`` raises). Synchronous: a hook must not pay for asyncio."""
+    recoverable: ``write`` raises). Synchronous: a hook must not pay for asyncio.
+
+    The session must be registered (``session add``), unless ``register`` says to
+    register a new name: a typo must not create a peer."""
     from termal_tui.store.lifecycle import open_lifecycle_writer
 
     def begin() -> Session:
-        # Like `mcp`, a hook registers its session if new (a SessionStart hook may run
-        # before the agent's MCP server has started). A prompt starts a turn; a new
-        # session starts idle (closing a turn an agent that died mid-turn left open).
-        me = registry.ensure(session)
+        # A prompt starts a turn; a new session starts idle (closing a turn an agent
+        # that died mid-turn left open).
+        me = registry.ensure(session) if register else registry.resolve_own(session)
         if event in ("prompt", "session-start"):
             registry.set_turn(me.id, event == "prompt")
         return me

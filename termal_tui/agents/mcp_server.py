@@ -65,6 +65,7 @@ class ServerOptions:
     interval: float = 0.2
     busy_timeout: float = BUSY_TIMEOUT_MS / 1000
     agent: str | None = None
+    register: bool = False
 
 
 def _result(value: Any, is_error: bool = False) -> types.CallToolResult:
@@ -114,7 +115,10 @@ async def serve(options: ServerOptions) -> None:
         deadline=min(REQUEST_DEADLINE_SECONDS, options.busy_timeout),
         busy_timeout_ms=int(options.busy_timeout * 1000),
     ) as writer:
-        me = registry.ensure(options.session, agent=options.agent, workdir=os.getcwd())
+        if options.register:
+            me = registry.ensure(options.session, agent=options.agent, workdir=os.getcwd())
+        else:
+            me = registry.resolve_own(options.session)
         tools = AgentTools(writer, registry, me.id, replay=ReplayPolicy())
         async with anyio.create_task_group() as background:
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
+from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -354,15 +355,33 @@ class Registry:
         if reference.startswith("session-"):
             found = self.get(reference)
             if found is None or not found.live:
-                raise NotFoundError(f"no registered session has id `{reference}`")
+                raise NotFoundError(
+                    f"no registered session has id `{visible_line(reference, 64)}`; "
+                    f"{self.known_sessions_sentence()}"
+                )
             return found
-        matches = self.find_live_by_name(reference)
-        if not matches:
-            raise NotFoundError(
-                f"no registered session is named `{reference}`; add it with "
-                f"`termal-tui session add {reference}`"
-            )
-        return matches[0]
+        matches = self.by_name(reference)
+        live = [s for s in matches if s.live]
+        if live:
+            return live[0]
+        shown = visible_line(reference, 64)
+        if matches:
+            gone = max(matches, key=lambda s: s.removed_at or "")
+            why = f"session `{shown}` was removed at {gone.removed_at} (it was {gone.id})"
+        else:
+            why = f"no registered session is named `{shown}`"
+        raise NotFoundError(
+            f"{why}; {self.known_sessions_sentence()}; register it with "
+            f"`termal-tui session add {shown}` (or pass --register)"
+        )
+
+    def known_sessions_sentence(self, limit: int = 12) -> str:
+        """``known sessions: a, b, c`` (or that there are none), for error messages."""
+        names = [visible_line(s.name, 40) for s in self.sessions()]
+        if not names:
+            return "no sessions are registered yet"
+        more = f" and {len(names) - limit} more" if len(names) > limit else ""
+        return "known sessions: " + ", ".join(names[:limit]) + more
 
     def remove(self, reference: str) -> Session:
         """Mark a session removed (its mailboxes' participation is ended by the caller)."""

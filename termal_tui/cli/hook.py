@@ -26,6 +26,11 @@ def describe(_name: str, _line: str) -> str:
 def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument("event", choices=EVENTS)
     add_identity(parser, "--session")
+    parser.add_argument(
+        "--register",
+        action="store_true",
+        help="register the session if it is new (otherwise an unknown name is an error)",
+    )
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -35,5 +40,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     path = database(args, parser)
     stdin = sys.stdin
     payload = parse_hook_input(stdin.read() if stdin is not None and not stdin.isatty() else "")
-    run_hook(path, registry_for(path), args.event, args.session, payload, print_flushed)
+    run_hook(
+        path,
+        registry_for(path),
+        args.event,
+        args.session,
+        payload,
+        print_flushed,
+        register=args.register,
+    )
     return EXIT_OK

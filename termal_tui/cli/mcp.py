@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from termal_tui.cli.agents import busy_timeout, database
+from termal_tui.cli.agents import busy_timeout, database, registry_for
 from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, CommandError, add_db
 
 
@@ -30,6 +30,11 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument("--session", required=True, metavar="NAME", help="the agent's session")
     parser.add_argument("--agent", help="what runs it (shown by termal_list_sessions)")
     parser.add_argument(
+        "--register",
+        action="store_true",
+        help="register the session if it is new (otherwise an unknown name is an error)",
+    )
+    parser.add_argument(
         "--channel",
         action="store_true",
         help="push wake-ups as Claude Code channel events (claude/channel)",
@@ -39,6 +44,10 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     path = database(args, parser)
+    if not args.register:
+        # An unknown or removed name is refused before the server starts (one sentence
+        # and exit 3, not a server that fails its first tool call).
+        registry_for(path).resolve_own(args.session)
     try:
         from termal_tui.agents.mcp_server import ServerOptions, serve
     except ImportError:
@@ -53,6 +62,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         interval=args.interval,
         busy_timeout=busy_timeout(),
         agent=args.agent,
+        register=args.register,
     )
     import anyio
 
