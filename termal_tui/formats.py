@@ -159,11 +159,26 @@ def preview(body: str) -> str:
     return single_line
 
 
+U64_MAX: Final = 2**64 - 1
+I64_MAX: Final = 2**63 - 1
+
+
 def check_count(label: str, value: object) -> int:
-    """A request's non-negative integer (bools are not integers here), else TermAl's 400."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """A request's non-negative integer as serde's ``as_u64`` takes it (bools are not
+    integers, nor is anything above 2**64 - 1), else TermAl's 400."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= U64_MAX:
         raise ValidationError(f"{label} must be a non-negative integer")
     return value
+
+
+def check_position(label: str, value: object) -> int:
+    """A sequence to read from: a ``check_count`` that SQLite can also hold. TermAl binds
+    a u64 above 2**63 - 1 and fails with a 500 ("out of range integral type conversion");
+    here it is the request's fault, so a 400."""
+    number = check_count(label, value)
+    if number > I64_MAX:
+        raise ValidationError(f"{label} must be at most {I64_MAX} (the largest sequence)")
+    return number
 
 
 def clamp_read_limit(limit: int) -> int:

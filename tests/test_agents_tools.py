@@ -12,15 +12,17 @@ import pytest
 
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import (
+    SEND_OUTCOME_UNKNOWN,
     AgentTools,
     ReplayPolicy,
     ToolError,
     WakeTiming,
+    as_tool_error,
     jitter_percent,
     replay_delay,
 )
 from termal_tui.agents.wake import ChannelWatcher
-from termal_tui.store.errors import StorageError
+from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError, StorageError
 from termal_tui.store.writer import MailboxWriter, open_writer
 from tests.helpers import rows
 
@@ -324,7 +326,7 @@ async def test_a_lost_send_outcome_says_retry_the_same_intent(
     peers: Peers, monkeypatch: pytest.MonkeyPatch
 ):
     async def fails(**_kwargs: object):
-        raise StorageError("disk I/O error while committing mailbox append")
+        raise CommitOutcomeUnknownError("I/O error while committing mailbox append")
 
     monkeypatch.setattr(peers.writer, "append", fails)
     with pytest.raises(ToolError) as failure:
@@ -342,7 +344,7 @@ async def test_a_lost_acknowledgement_says_relist_first(
     (mailbox,) = (await peers.bob.call("termal_list_mailboxes", {}))["mailboxes"]
 
     async def fails(*_args: object):
-        raise StorageError("disk I/O error")
+        raise CommitOutcomeUnknownError("I/O error while committing")
 
     monkeypatch.setattr(peers.writer, "acknowledge", fails)
     with pytest.raises(ToolError, match="Call termal_list_mailboxes before retrying"):
@@ -419,3 +421,89 @@ async def test_concurrent_tool_calls_share_one_writer_safely(peers: Peers):
     assert all(len(ids) == 1 for ids in by_key.values())  # a retried key is one message
     assert sum(not r["duplicate"] for r in receipts) == 20
     assert rows(peers.writer.path, "SELECT COUNT(*) FROM mailbox_messages") == [(20,)]
+
+
+async def test_replays_never_start_an_attempt_that_would_end_past_the_budget(peers: Peers):
+    """With a lock held for longer than the budget, the 503 comes back within it: each
+    attempt here takes 4 s of (fake) time, so after 30 s no fifth attempt is started."""
+    await _send(peers.alice, "bob", "first", "k1")
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    async def slow_sleep(delay: float) -> None:
+        now[0] += delay
+
+    class Busy(AgentTools):
+        async def ensure_active(self, session_id, known=None):  # type: ignore[override]
+            now[0] += 9.0  # the busy timeout running out
+            raise RetryableError("busy")
+
+    tools = Busy(
+        peers.writer,
+        peers.registry,
+        peers.alice.session_id,
+        replay=ReplayPolicy(),
+        sleep=slow_sleep,
+        clock=clock,
+    )
+    with pytest.raises(ToolError) as failure:
+        await _send(tools, "bob", "second", "k2")
+    assert failure.value.status == 503
+    assert now[0] <= ReplayPolicy().budget  # 3 attempts (27 s + backoff), not a 4th (36 s)
+
+
+async def test_a_full_disk_is_a_storage_failure_that_wrote_nothing_not_an_unknown_outcome(
+    peers: Peers, monkeypatch: pytest.MonkeyPatch
+):
+    full = StorageError("the disk holding x is full; nothing was written, free space and retry")
+
+    async def refuse(**_kwargs: object) -> None:
+        raise full
+
+    monkeypatch.setattr(peers.writer, "append", refuse)
+    with pytest.raises(ToolError) as failure:
+        await _send(peers.alice, "bob", "m", "k")
+    assert failure.value.status == 500
+    assert "outcome is unknown" not in str(failure.value)
+    assert "is full; nothing was written" in str(failure.value)
+    # ... while a failure this process cannot account for stays "unknown".
+    assert as_tool_error(RuntimeError("boom"), SEND_OUTCOME_UNKNOWN).status == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("termal_read_mailbox", {"afterSequence": 2**64}, "afterSequence must be a non-negative"),
+        ("termal_read_mailbox", {"limit": 2**64}, "limit must be a non-negative integer"),
+        ("termal_read_mailbox", {"afterSequence": 2**63}, "afterSequence must be at most"),
+        (
+            "termal_acknowledge_mailbox",
+            {"expectedProcessedThrough": 0, "processedThrough": 2**64},
+            "processedThrough must be a non-negative integer",
+        ),
+        (
+            "termal_acknowledge_mailbox",
+            {"expectedProcessedThrough": 0, "processedThrough": 2**63},
+            # TermAl's own answer (the oracle): 400, not an overflow.
+            f"mailbox acknowledgement {2**63} exceeds latest sequence 1",
+        ),
+    ],
+)
+async def test_integers_beyond_sqlite_are_a_400_in_termals_wording(
+    peers: Peers, tool: str, arguments: dict, message: str
+):
+    sent = await _send(peers.alice, "bob", "m", "k")
+    with pytest.raises(ToolError) as failure:
+        await peers.bob.call(tool, {"mailboxId": sent["mailboxId"], **arguments})
+    assert failure.value.status == 400 and message in str(failure.value)
+
+
+async def test_the_largest_limit_as_u64_takes_is_clamped_as_termal_does(peers: Peers):
+    sent = await _send(peers.alice, "bob", "m", "k")
+    read = await peers.bob.call(
+        "termal_read_mailbox",
+        {"mailboxId": sent["mailboxId"], "afterSequence": 2**63 - 1, "limit": 2**64 - 1},
+    )
+    assert read["messages"] == []

@@ -24,6 +24,7 @@ from termal_tui.formats import (
     CLASS_NOT_SUPPORTED,
     MAX_IDEMPOTENCY_KEY_BYTES,
     READ_LIMIT_DEFAULT,
+    U64_MAX,
     class_supported,
     idempotency_key_too_long,
 )
@@ -36,6 +37,7 @@ from termal_tui.models import (
     MailboxSummary,
 )
 from termal_tui.store.errors import (
+    CommitOutcomeUnknownError,
     RetryableError,
     StoreError,
 )
@@ -168,8 +170,8 @@ def count_argument(arguments: Mapping[str, Any], label: str, default: int | None
     value = arguments.get(label)
     if value is None and default is not None and label not in arguments:
         return default
-    # As serde's ``as_u64``: a JSON integer only (not 3.0, not "3", not true).
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    # As serde's ``as_u64``: a JSON integer only (not 3.0, not "3", not true), ≤ 2**64 - 1.
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= U64_MAX:
         raise ToolError(400, f"{label} must be a non-negative integer")
     return value
 
@@ -229,6 +231,7 @@ class AgentTools:
         replay: ReplayPolicy | None = None,
         wake: WakeTiming | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.writer = writer
         self.registry = registry
@@ -236,24 +239,34 @@ class AgentTools:
         self.replay = replay or ReplayPolicy()
         self.wake = wake or WakeTiming()
         self._sleep = sleep
+        self._clock = clock
         # Set by a channel server: the agent engaged with (mailbox, through sequence).
         self.on_engaged: Callable[[str, int], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------ plumbing
 
     async def _replayed(self, operation: Callable[[], Awaitable[T]]) -> T:
-        """Replay retryable failures (all six tools are safe to replay) within the budget."""
-        deadline = time.monotonic() + self.replay.budget
+        """Replay retryable failures (all six tools are safe to replay) within the budget.
+
+        An attempt starts only if it can finish inside the budget: the remaining time
+        must cover the delay and the longest attempt so far (a busy attempt takes the
+        whole busy timeout), so the 503 comes back within the budget, not after it."""
+        clock = self._clock
+        deadline = clock() + self.replay.budget
+        longest = 0.0
         attempt = 0
         while True:
             attempt += 1
+            started = clock()
             try:
                 return await operation()
             except RetryableError:
+                longest = max(longest, clock() - started)
                 if attempt >= self.replay.attempts:
                     raise
                 delay = replay_delay(self.session_id, attempt, self.replay.base_delay)
-                if deadline - time.monotonic() <= delay + self.replay.min_replay_budget:
+                needed = delay + max(self.replay.min_replay_budget, longest)
+                if deadline - clock() < needed:
                     raise
                 await self._sleep(delay)
 
@@ -560,14 +573,17 @@ assert tuple(_JSON_CALLS) == TOOL_NAMES
 
 
 def as_tool_error(error: BaseException, unknown: str | None = None) -> ToolError:
-    """Any failure as a ToolError: typed store errors keep their class and text; anything
-    else is internal, or, where ``unknown`` is given (a write whose outcome cannot be
-    known), that sentence."""
+    """Any failure as a ToolError: typed store errors keep their class and text (a
+    storage failure — a full disk, an I/O error — raised before the commit or by a
+    commit SQLite rolled back wrote nothing: a 500, not an unknown outcome). Where
+    ``unknown`` is given (a write), a COMMIT that failed with an I/O error, or anything
+    this process cannot account for, is that sentence."""
     if isinstance(error, ToolError):
         return error
-    status = error.http_status if isinstance(error, StoreError) else 500
-    if status != 500:
-        return ToolError(status, str(error))
+    if isinstance(error, StoreError) and not (
+        isinstance(error, CommitOutcomeUnknownError) and unknown is not None
+    ):
+        return ToolError(error.http_status, str(error))
     if unknown is not None:
         return ToolError(0, f"{unknown}: {error}")
     return ToolError(500, f"mailbox operation failed: {error}")

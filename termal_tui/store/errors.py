@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class StoreError(Exception):
-    """Base class. ``str(error)`` is a sentence a human can act on."""
+    """Base class. ``str(error)`` is a sentence a human can act on.
+
+    ``detail`` is the structured JSON object TermAl attaches to some errors (the
+    coordination board's 404/409: ``current`` head and ``currentGeneration``), else None.
+    """
 
     http_status: int = 500
+
+    def __init__(self, *args: object, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(*args)
+        self.detail = detail
 
     @property
     def message(self) -> str:
@@ -42,6 +52,12 @@ class StorageError(StoreError):
     """The file system or SQLite failed (permissions, I/O, full disk); nothing was changed."""
 
     http_status = 500
+
+
+class CommitOutcomeUnknownError(StorageError):
+    """The COMMIT itself failed with an I/O error: SQLite may have made the transaction
+    durable or not, so its outcome is unknown (retry the exact same request). Every other
+    storage failure happens before or at a commit SQLite rolled back: nothing was written."""
 
 
 class SchemaError(StoreError):

@@ -25,7 +25,7 @@ from termal_tui.models import (
     UnreadWakeup,
 )
 from termal_tui.store import queries
-from termal_tui.store.errors import RetryableError, busy_message
+from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError, busy_message
 from termal_tui.store.schema import ensure_schema
 from termal_tui.store.sqlite import (
     connect_read_write_sync,
@@ -148,6 +148,10 @@ def in_write_transaction(
         rollback(db)
         if is_busy(error):
             raise RetryableError(busy_message(commit)) from error
+        if (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
+            raise CommitOutcomeUnknownError(
+                f"I/O error while {commit} ({error}): it may or may not have been written"
+            ) from error
         raise
     return result
 

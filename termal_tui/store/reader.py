@@ -30,6 +30,7 @@ from termal_tui.formats import (
     BUSY_TIMEOUT_MS,
     READ_LIMIT_DEFAULT,
     check_count,
+    check_position,
     clamp_read_limit,
 )
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
@@ -115,7 +116,7 @@ class MailboxReader:
         session_id: str | None = None,
     ) -> list[MailboxMessage]:
         """TermAl's read: ascending from ``after_sequence``, limit clamped to 1..=200."""
-        after = check_count("afterSequence", after_sequence)
+        after = check_position("afterSequence", after_sequence)
         count = clamp_read_limit(check_count("limit", limit))
         outcome = self.schema.has_dispatch_outcome
 
@@ -134,7 +135,7 @@ class MailboxReader:
     ) -> MessagePage:
         """Newest-first keyset page below ``before_sequence`` with an honest ``has_older``."""
         if before_sequence is not None:
-            check_count("beforeSequence", before_sequence)
+            check_position("beforeSequence", before_sequence)
         count = clamp_read_limit(check_count("limit", limit))
         outcome = self.schema.has_dispatch_outcome
 

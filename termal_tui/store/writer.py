@@ -27,6 +27,7 @@ from termal_tui.formats import (
     Clock,
     IdSource,
     check_count,
+    check_position,
     clamp_read_limit,
     class_supported,
     format_timestamp,
@@ -483,7 +484,7 @@ class MailboxWriter:
         session_id: str,
     ) -> list[MailboxMessage]:
         """TermAl's per-session read (ascending, limit clamped to 1..=200); never moves a cursor."""
-        after = check_count("afterSequence", after_sequence)
+        after = check_position("afterSequence", after_sequence)
         count = clamp_read_limit(check_count("limit", limit))
         return await self._read(
             lambda db: queries.fetch_range(db, mailbox_id, after, count, session_id, True)

@@ -1,0 +1,210 @@
+"""BoardReader: the read-only half of the coordination board store.
+
+Opened like the mailbox reader: ``file:...?mode=ro`` with ``PRAGMA query_only``, no
+schema setup, each call one short read snapshot on the connection's own thread. It
+has no method that changes the file. ``list`` and ``get`` answer exactly as TermAl's
+routes do (same validation, messages and ``detail``); ``scopes``, ``entries``,
+``history`` and ``generations`` are views for people (the viewer) beyond TermAl's API.
+
+A file without board tables (one made before they existed) reads as an empty board.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import aiosqlite
+
+from termal_tui.store.board import formats, queries
+from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardScope
+from termal_tui.store.connection import (
+    connect_read_only,
+    describe_error,
+    directory_writable,
+    inspect_database_file,
+    is_busy,
+    read_snapshot,
+    run,
+)
+from termal_tui.store.errors import RetryableError, StorageError
+from termal_tui.store.schema import verify_readable
+
+T = TypeVar("T")
+_CORE_TABLES = frozenset({"coordination_board_scopes", "coordination_board_entries"})
+
+
+def read_failure(path: Path, error: sqlite3.Error) -> Exception:
+    """A SQLite failure during a board read: busy is TermAl's read-safe retry sentence."""
+    if is_busy(error):
+        return RetryableError(formats.busy_message(formats.OP_CONNECTION, read=True))
+    return describe_error(path, error)
+
+
+class BoardReader:
+    """Read-only board queries over one coordination database. Has no method that writes.
+
+    Construct with :func:`open_board_reader`, or over an already open read-only
+    connection (for instance a mailbox reader's) with ``BoardReader(db, path)``.
+    """
+
+    def __init__(self, db: aiosqlite.Connection, path: Path, snapshot: str | None = None) -> None:
+        self._db = db
+        self.path = path
+        # Why this is an immutable snapshot (no live changes can be seen), or None.
+        self.snapshot = snapshot
+        self._lock = asyncio.Lock()
+        self._tables: frozenset[str] = frozenset()
+
+    async def _snapshot(
+        self, work: Callable[[sqlite3.Connection], T], empty: Callable[[], T], single: bool = False
+    ) -> T:
+        """``work`` as one snapshot in one thread hop; ``empty()`` when the file has no
+        board tables yet (looked up again on each call until they appear)."""
+
+        def guarded(db: sqlite3.Connection) -> T:
+            if not self._tables >= _CORE_TABLES:
+                self._tables = queries.board_tables(db)
+                if not self._tables >= _CORE_TABLES:
+                    return empty()
+            return work(db)
+
+        try:
+            async with self._lock:
+                return await run(self._db, lambda conn: read_snapshot(conn, guarded, single))
+        except sqlite3.Error as error:
+            raise read_failure(self.path, error) from error
+
+    async def list(
+        self,
+        scope_id: str,
+        after_key: str | None = None,
+        limit: int | None = None,
+        snapshot_generation: int | None = None,
+        known_generation: int | None = None,
+    ) -> BoardListPage:
+        """TermAl's list: live heads by key, default 100 per page (1..=200), bound to the
+        scope generation (``snapshot_generation`` on continuations; 409 if it moved),
+        ``known_generation`` on a first page → ``unchanged`` with no entries."""
+        size = queries.validate_list_request(
+            scope_id, after_key, limit, snapshot_generation, known_generation
+        )
+
+        def work(db: sqlite3.Connection) -> BoardListPage:
+            return queries.list_page(
+                db, scope_id, after_key, size, snapshot_generation, known_generation
+            )
+
+        def empty() -> BoardListPage:
+            if snapshot_generation is not None and snapshot_generation != 0:
+                raise queries.conflict(
+                    "coordination board scope changed during pagination: expected generation "
+                    f"{snapshot_generation}, current generation is 0; restart the listing",
+                    None,
+                    0,
+                )
+            unchanged = after_key is None and known_generation == 0
+            return BoardListPage(generation=0, entries=(), next_after_key=None, unchanged=unchanged)
+
+        return await self._snapshot(work, empty)
+
+    async def get(self, scope_id: str, key: str) -> BoardGetResult:
+        """TermAl's get: the live head and the scope generation; 404 (with the tombstone
+        head in ``detail`` for a deleted key) otherwise."""
+        formats.validate_scope_id(scope_id)
+        formats.validate_key(key)
+
+        def empty() -> BoardGetResult:
+            raise queries.key_not_found(key, scope_id, None, 0)
+
+        return await self._snapshot(lambda db: queries.get(db, scope_id, key), empty)
+
+    async def generation(self, scope_id: str) -> int:
+        """The scope's generation (0 when it has none): the cheap "did anything move" probe."""
+        return await self._snapshot(lambda db: queries.generation(db, scope_id), lambda: 0, True)
+
+    async def generations(self) -> dict[str, int]:
+        return await self._snapshot(queries.generations, dict, single=True)
+
+    async def scopes(self) -> list[BoardScope]:
+        """Every scope with its generation, live and tombstoned key counts, by scope id."""
+        return await self._snapshot(queries.scopes, list, single=True)
+
+    async def deleted_scopes(self) -> list[tuple[str, str]]:
+        """Fenced scopes (deleted with their project) and when: ``(scope_id, deleted_at)``."""
+        return await self._snapshot(queries.deleted_scopes, list, single=True)
+
+    async def entries(self, scope_id: str, include_deleted: bool = False) -> list[BoardHead]:
+        """Every head of a scope by key, tombstones too with ``include_deleted``; a stored
+        value that is not JSON comes back ``invalid`` instead of failing the read."""
+        return await self._snapshot(
+            lambda db: queries.entries(db, scope_id, include_deleted), list, single=True
+        )
+
+    async def history(self, scope_id: str, key: str) -> list[BoardHead]:
+        """The key's retained earlier revisions, newest first (at most 100; a key's
+        deletion purges them)."""
+
+        def work(db: sqlite3.Connection) -> list[BoardHead]:
+            if "coordination_board_history" not in self._tables:
+                return []
+            return queries.history(db, scope_id, key)
+
+        return await self._snapshot(work, list, single=True)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+
+async def _open_verified(path: Path, *, immutable: bool, busy_timeout_ms: int):
+    db = await connect_read_only(path, immutable=immutable, busy_timeout_ms=busy_timeout_ms)
+    try:
+        await run(db, lambda conn: read_snapshot(conn, lambda c: verify_readable(c, path)))
+    except BaseException as error:
+        await db.close()
+        if isinstance(error, sqlite3.Error):
+            raise describe_error(path, error) from error
+        raise
+    return db
+
+
+@contextlib.asynccontextmanager
+async def open_board_reader(
+    path: str | os.PathLike[str], *, busy_timeout_ms: int = formats.BUSY_TIMEOUT_MS
+) -> AsyncIterator[BoardReader]:
+    """Open a coordination database's board read-only (as ``open_reader`` opens its
+    mailboxes: a rejected file leaves no sidecars; a WAL file in a directory that
+    cannot be written is read as an immutable snapshot). Raises a StoreError."""
+    resolved = Path(path).expanduser()
+    is_wal = inspect_database_file(resolved)
+    snapshot: str | None = None
+    wal, shm = Path(f"{resolved}-wal"), Path(f"{resolved}-shm")
+    sidecars_missing = is_wal and not (wal.exists() and shm.exists())
+    if sidecars_missing and not wal.exists():
+        probe = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+        await probe.close()
+    if sidecars_missing and not directory_writable(resolved):
+        snapshot = (
+            "read-only directory: SQLite cannot add the WAL index, so this is a snapshot "
+            "of the main file and live refresh is off"
+        )
+        if wal.exists():
+            snapshot += "; writes still in the -wal are not shown"
+    try:
+        db = await _open_verified(
+            resolved, immutable=snapshot is not None, busy_timeout_ms=busy_timeout_ms
+        )
+    except StorageError:
+        if snapshot is not None or not is_wal:
+            raise
+        snapshot = "cannot set up the WAL index: this is a snapshot and live refresh is off"
+        db = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+    try:
+        yield BoardReader(db, resolved, snapshot)
+    finally:
+        await db.close()
