@@ -179,6 +179,16 @@ def cap_lines(text: str, max_lines: int) -> tuple[str, int]:
     return "\n".join(lines[:max_lines]), len(lines) - max_lines
 
 
+def is_invisible(char: str) -> bool:
+    """True for a character that shows nothing by itself: a control, a format or bidi
+    character, a line or paragraph separator, a joiner, a variation selector, a filler."""
+    return (
+        _replacement(char, 0, keep_newline_tab=False) is not None
+        or char == ZWJ
+        or _is_variation_selector(char)
+    )
+
+
 def contains_terminal_escape(text: str) -> bool:
     """True if any C0/C1 control (other than newline/tab) or invisible character remains."""
     return _sanitize(text, keep_newline_tab=True) != text

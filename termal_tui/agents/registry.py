@@ -18,13 +18,14 @@ import os
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
-from termal_tui.sanitize import visible_line
+from termal_tui.sanitize import contains_terminal_escape, visible_line
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -42,7 +43,7 @@ from termal_tui.store.sqlite import (
 )
 
 REGISTRY_FILENAME = "termal-tui-sessions.sqlite"
-REGISTRY_VERSION = 1
+REGISTRY_VERSION = 2  # 2: projects and session_projects (the board's scopes)
 NAME_MAX_CHARS = 64
 # A channel server heartbeats every second; one missed by this long is gone.
 CHANNEL_STALE_SECONDS = 5.0
@@ -72,6 +73,22 @@ CREATE TABLE IF NOT EXISTS wake_marks (
     PRIMARY KEY (session_id, mailbox_id)
 );
 """
+# Version 2: board scopes for sessions outside TermAl's projects (``agents/projects.py``).
+# Every statement is IF NOT EXISTS, so opening a version-1 file runs the whole script
+# once (in one BEGIN IMMEDIATE) and that is its migration; no existing row changes.
+_SCHEMA += """
+CREATE TABLE IF NOT EXISTS projects (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    root_path TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_projects (
+    session_id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+"""
 
 
 def registry_path_for(db_path: Path) -> Path:
@@ -79,12 +96,16 @@ def registry_path_for(db_path: Path) -> Path:
 
 
 def name_key(name: str) -> str:
-    """Names are unique case-insensitively (full Unicode case folding)."""
-    return name.casefold()
+    """Names are unique case-insensitively (NFC, then full Unicode case folding)."""
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def validate_name(raw: str) -> str:
-    name = raw.strip()
+    """One rule for names, at registration: TermAl's path-identifier rule (what its tools
+    can address by name), and nothing an agent or a person could be fooled by — no
+    control, bidi, invisible or format character (anything ``sanitize`` would have to
+    show as a stand-in), NFC-normalised. Returns the name as it will be stored."""
+    name = unicodedata.normalize("NFC", raw.strip())
     if not name:
         raise ValidationError("a session name must not be empty")
     if len(name) > NAME_MAX_CHARS:
@@ -94,9 +115,26 @@ def validate_name(raw: str) -> str:
             "a session name must not contain /, \\, ?, #, %, or control characters "
             "(TermAl's tools could not address it by name)"
         )
+    if contains_terminal_escape(name):
+        raise ValidationError(
+            f"a session name must not contain control, bidi, invisible or format "
+            f"characters: {visible_line(name, 80)} is not what it shows"
+        )
+    if name in (".", ".."):
+        raise ValidationError("a session name must not be . or ..")
     if name.casefold().startswith("session-"):
         raise ValidationError("a session name must not start with `session-` (that is an id)")
     return name
+
+
+def name_skeleton(name: str) -> str:
+    """What a name looks like to a reader: compatibility-normalised, case-folded, with
+    every character that shows nothing removed (two names with one skeleton are the
+    same name to a person or an agent)."""
+    from termal_tui.sanitize import is_invisible
+
+    shown = "".join(ch for ch in unicodedata.normalize("NFKC", name) if not is_invisible(ch))
+    return shown.casefold()
 
 
 class Session(NamedTuple):
@@ -285,6 +323,10 @@ class Registry:
                 f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NULL",
                 (name_key(name),),
             ).fetchone()
+            if clash is None:  # a live name that reads the same (one registered earlier)
+                skeleton = name_skeleton(name)
+                live = db.execute("SELECT id, name FROM sessions WHERE removed_at IS NULL")
+                clash = next((row for row in live if name_skeleton(row[1]) == skeleton), None)
             if clash is not None:
                 raise ConflictError(
                     f"a session named `{clash[1]}` already exists ({clash[0]}); names are "
@@ -460,6 +502,75 @@ class Registry:
         with self._connect(write=True) as db:
             db.execute("DELETE FROM wake_marks WHERE session_id = ?", (session_id,))
 
+    # ------------------------------------------------------------ projects (board scopes)
+    #
+    # Projects minted for sessions outside TermAl's own projects (``agents/projects.py``
+    # decides which project a session is in; TermAl's are read from its termal.sqlite
+    # and never stored here), and the project a session was bound to by ``--project``.
+
+    def registered_projects(self) -> list[RegisteredProject]:
+        with self._connect(write=False) as db:
+            rows = db.execute(f"SELECT {_PROJECT_COLUMNS} FROM projects ORDER BY created_at, id")
+            return [RegisteredProject(*row) for row in rows]
+
+    def registered_project(self, project_id: str) -> RegisteredProject | None:
+        with self._connect(write=False) as db:
+            row = db.execute(
+                f"SELECT {_PROJECT_COLUMNS} FROM projects WHERE id = ?", (project_id,)
+            ).fetchone()
+        return None if row is None else RegisteredProject(*row)
+
+    def project_for_root(self, root_path: str, name: str) -> RegisteredProject:
+        """The project whose root is ``root_path``, minted once (``project-<uuid>``, as
+        TermAl mints its own) with ``name`` de-duplicated as TermAl does (``name 2``...)."""
+        import uuid
+
+        with self._connect(write=True) as db:
+            row = db.execute(
+                f"SELECT {_PROJECT_COLUMNS} FROM projects WHERE root_path = ?", (root_path,)
+            ).fetchone()
+            if row is not None:
+                return RegisteredProject(*row)
+            names = {found[0] for found in db.execute("SELECT name FROM projects")}
+            unique, suffix = name, 2
+            while unique in names:
+                unique, suffix = f"{name} {suffix}", suffix + 1
+            project = RegisteredProject(f"project-{uuid.uuid4()}", unique, root_path, _now())
+            db.execute(
+                "INSERT INTO projects(id, name, root_path, created_at) VALUES(?, ?, ?, ?)",
+                project,
+            )
+            return project
+
+    def bound_project(self, session_id: str) -> str | None:
+        """The project id a session was bound to with ``--project``, if any."""
+        with self._connect(write=False) as db:
+            row = db.execute(
+                "SELECT project_id FROM session_projects WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def bind_project(self, session_id: str, project_id: str) -> None:
+        with self._connect(write=True) as db:
+            db.execute(
+                "INSERT INTO session_projects(session_id, project_id, updated_at) "
+                "VALUES(?1, ?2, ?3) ON CONFLICT(session_id) DO UPDATE SET project_id = ?2, "
+                "updated_at = ?3 WHERE project_id != ?2",
+                (session_id, project_id, _now()),
+            )
+
 
 def _now() -> str:
     return format_timestamp(utc_now_ns())
+
+
+_PROJECT_COLUMNS = "id, name, root_path, created_at"
+
+
+class RegisteredProject(NamedTuple):
+    """A project minted by termal-tui for a session outside TermAl's projects."""
+
+    id: str
+    name: str
+    root_path: str
+    created_at: str

@@ -24,6 +24,7 @@ from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry
 from termal_tui.formats import NEVER_WOKEN_PASS_CAP
 from termal_tui.models import UnreadWakeup
+from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.writer import MailboxWriter
 
@@ -105,11 +106,12 @@ def nudge(registry: Registry, session_id: str) -> None:
 
 
 def channel_meta(wake: UnreadWakeup) -> dict[str, str]:
-    """``meta`` of a channel event: identifier keys and string values (Claude Code's rule)."""
+    """``meta`` of a channel event: identifier keys and string values (Claude Code's rule),
+    every value from the database made visible (an agent reads them as text)."""
     return {
-        "mailbox_id": wake.mailbox_id,
-        "sender": wake.sender_name,
-        "sender_session_id": wake.sender_session_id,
+        "mailbox_id": visible_line(wake.mailbox_id, 120),
+        "sender": visible_line(wake.sender_name, 120),
+        "sender_session_id": visible_line(wake.sender_session_id, 120),
         "latest_sequence": str(wake.sequence),
         "unread_count": str(wake.unread_count),
     }
