@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import aiosqlite
 
@@ -64,6 +64,7 @@ from termal_tui.store.errors import (
     UnprocessableError,
     ValidationError,
 )
+from termal_tui.store.finalizers import FinalizerClaims, finalizer_alive
 from termal_tui.store.lifecycle import in_write_transaction
 from termal_tui.store.schema import ensure_schema
 
@@ -108,6 +109,13 @@ def _one(db: sqlite3.Connection, sql: str, params: Any = ()) -> Any:
     return db.execute(sql, params).fetchone()
 
 
+FINALIZING_MESSAGE: Final = (
+    "mailbox dispatch outcome is still finalizing; the original mailbox append is durable "
+    "and replaying the same idempotency key is safe"
+)
+FINALIZER_POLL_SECONDS: Final = 0.02
+
+
 class MailboxWriter:
     """Writes TermAl-compatible mailbox rows. Construct with :func:`open_writer`.
 
@@ -131,6 +139,7 @@ class MailboxWriter:
         self._deadline = deadline
         self._admission = WriterAdmission.for_path(path)
         self._registered: set[str] = set()
+        self._claims = FinalizerClaims(path)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -203,6 +212,7 @@ class MailboxWriter:
             message_class=message_class,
         )
         started = asyncio.get_running_loop().time()
+        claimed: list[str] = []
 
         def work(db: sqlite3.Connection) -> AppendReceipt:
             existing = _one(
@@ -237,16 +247,26 @@ class MailboxWriter:
                 topic=topic,
                 state_stamp=state_stamp,
             )
-            if finalizing:  # registered before COMMIT, so no duplicate can miss it
+            if finalizing:  # registered before COMMIT, so no duplicate can miss it, in
+                # this process (pending) or in any other (the claim).
                 self._admission.pending.add(receipt.message_id)
+                self._claims.claim(receipt.message_id)
+                claimed.append(receipt.message_id)
             return receipt
 
-        receipt = await self._transaction(
-            work,
-            admission="waiting to begin mailbox append",
-            begin="beginning mailbox append",
-            commit="committing mailbox append",
-        )
+        try:
+            receipt = await self._transaction(
+                work,
+                admission="waiting to begin mailbox append",
+                begin="beginning mailbox append",
+                commit="committing mailbox append",
+            )
+        except BaseException:
+            # Rolled back: nothing to finalize (the claim `work` took is let go).
+            for message_id in claimed:
+                self._admission.finish(message_id)
+                self._claims.release(message_id)
+            raise
         if not receipt.duplicate:
             if finalizing:
                 self._registered.add(receipt.message_id)
@@ -259,20 +279,37 @@ class MailboxWriter:
         return receipt.replace(notification_disposition=outcome)
 
     async def _final_outcome(self, message_id: str, remaining: float) -> str:
+        """The original's outcome once its finalizer (in this process or another) is done;
+        retryable if it is still finalizing at the deadline; ``durableButNotWoken`` if
+        no live finalizer holds it (a crash, a restart)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + max(0.0, remaining)
         if not await self._admission.wait_finalized(message_id, remaining):
-            raise RetryableError(
-                "mailbox dispatch outcome is still finalizing; the original mailbox append "
-                "is durable and replaying the same idempotency key is safe"
+            raise RetryableError(FINALIZING_MESSAGE)
+        while True:
+            row = await self._read(
+                lambda db: _one(
+                    db, "SELECT dispatch_outcome FROM mailbox_messages WHERE id = ?", (message_id,)
+                )
             )
-        row = await self._read(
-            lambda db: _one(
-                db, "SELECT dispatch_outcome FROM mailbox_messages WHERE id = ?", (message_id,)
-            )
-        )
-        if row is None:
-            raise NotFoundError(f"mailbox message `{message_id}` disappeared during dispatch")
-        # No live finalizer (e.g. after a restart): the append-boundary receipt.
-        return row[0] or DURABLE_BUT_NOT_WOKEN
+            if row is None:
+                raise NotFoundError(f"mailbox message `{message_id}` disappeared during dispatch")
+            if row[0] is not None:
+                return str(row[0])
+            if not finalizer_alive(self.path, message_id):
+                # Finalized just now (read again), or no live finalizer (a crash, a
+                # restart): the append-boundary receipt.
+                again = await self._read(
+                    lambda db: _one(
+                        db,
+                        "SELECT dispatch_outcome FROM mailbox_messages WHERE id = ?",
+                        (message_id,),
+                    )
+                )
+                return str(again[0]) if again and again[0] else DURABLE_BUT_NOT_WOKEN
+            if loop.time() >= give_up:  # another process is still finalizing it
+                raise RetryableError(FINALIZING_MESSAGE)
+            await asyncio.sleep(min(FINALIZER_POLL_SECONDS, max(0.0, give_up - loop.time())))
 
     def _insert_message(
         self,
@@ -422,6 +459,7 @@ class MailboxWriter:
         ``durableButNotWoken``, as after a restart)."""
         self._registered.discard(message_id)
         self._admission.finish(message_id)
+        self._claims.release(message_id)
 
     async def mark_recovered_through(
         self, session_id: str, mailbox_id: str, sequence: int, boot: bool = False
@@ -695,6 +733,7 @@ class MailboxWriter:
         # No finalizer survives the writer: pending outcomes resolve as after a restart.
         for message_id in list(self._registered):
             self.abandon_dispatch(message_id)
+        self._claims.release_all()
         await self._db.close()
 
 
