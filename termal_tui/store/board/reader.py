@@ -12,6 +12,7 @@ A file without board tables (one made before they existed) reads as an empty boa
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import os
 import sqlite3
@@ -131,26 +132,28 @@ class BoardReader:
     async def generations(self) -> dict[str, int]:
         return await self._snapshot(queries.generations, dict, single=True)
 
-    async def scopes(self) -> list[BoardScope]:
+    async def scopes(self) -> builtins.list[BoardScope]:
         """Every scope with its generation, live and tombstoned key counts, by scope id."""
         return await self._snapshot(queries.scopes, list, single=True)
 
-    async def deleted_scopes(self) -> list[tuple[str, str]]:
+    async def deleted_scopes(self) -> builtins.list[tuple[str, str]]:
         """Fenced scopes (deleted with their project) and when: ``(scope_id, deleted_at)``."""
         return await self._snapshot(queries.deleted_scopes, list, single=True)
 
-    async def entries(self, scope_id: str, include_deleted: bool = False) -> list[BoardHead]:
+    async def entries(
+        self, scope_id: str, include_deleted: bool = False
+    ) -> builtins.list[BoardHead]:
         """Every head of a scope by key, tombstones too with ``include_deleted``; a stored
         value that is not JSON comes back ``invalid`` instead of failing the read."""
         return await self._snapshot(
             lambda db: queries.entries(db, scope_id, include_deleted), list, single=True
         )
 
-    async def history(self, scope_id: str, key: str) -> list[BoardHead]:
+    async def history(self, scope_id: str, key: str) -> builtins.list[BoardHead]:
         """The key's retained earlier revisions, newest first (at most 100; a key's
         deletion purges them)."""
 
-        def work(db: sqlite3.Connection) -> list[BoardHead]:
+        def work(db: sqlite3.Connection) -> builtins.list[BoardHead]:
             if "coordination_board_history" not in self._tables:
                 return []
             return queries.history(db, scope_id, key)
