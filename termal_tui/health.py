@@ -16,18 +16,26 @@ Findings are ranked by severity, then by age (oldest first).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from termal_tui.formats import parse_timestamp
 from termal_tui.models import CONTROL_TOPIC
+from termal_tui.notifiers import Notifier, read_notifiers
 from termal_tui.store import queries
 
 if TYPE_CHECKING:
     from termal_tui.store.reader import MailboxReader
 
-SEVERITY: Final = {"receiver-gone": 3, "never-woken": 2, "woken-unprocessed": 2, "lagging": 1}
+SEVERITY: Final = {
+    "receiver-gone": 3,
+    "no-notifier": 3,
+    "never-woken": 2,
+    "woken-unprocessed": 2,
+    "lagging": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,9 @@ class Thresholds:
     never_woken: float = 120.0
     woken_unprocessed: float = 900.0
     lagging: float = 3600.0
+    # Unread mail for a registered session with no live channel server and no hook run
+    # within this long has nobody to wake its receiver.
+    no_notifier: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,11 @@ class Finding:
             return f"{self.rows:,} woken for {who} but not processed (oldest {age})"
         if self.kind == "receiver-gone":
             return f"{self.rows:,} unread for {who}, who has left the mailbox"
+        if self.kind == "no-notifier":
+            return (
+                f"{self.rows:,} unread for {who}, and nothing is listening: no channel "
+                f"server, no hook run lately (oldest {age})"
+            )
         return f"{who} lags: {self.unread_depth:,} unread, oldest {age}"
 
     def to_json(self) -> dict[str, Any]:
@@ -136,7 +152,12 @@ def _age(created_at: str, now: datetime) -> float:
         return 0.0
 
 
-def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> HealthReport:
+def collect(
+    db: sqlite3.Connection,
+    now: datetime,
+    thresholds: Thresholds,
+    notifiers: Mapping[str, Notifier] | None = None,
+) -> HealthReport:
     """Run on the reader's thread inside one read snapshot (see MailboxReader.health)."""
     rows = db.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
     ids = sorted({row[0] for row in rows})
@@ -192,6 +213,12 @@ def collect(db: sqlite3.Connection, now: datetime, thresholds: Thresholds) -> He
         if left_at is not None:
             report.findings.append(finding("receiver-gone", unread, oldest, oldest_at))
             continue
+        notifier = notifiers.get(base["session_id"]) if notifiers is not None else None
+        if notifier is not None and not notifier.listening(now.timestamp(), thresholds.no_notifier):
+            candidate = finding("no-notifier", unread, oldest, oldest_at)
+            if candidate.age_seconds >= thresholds.no_notifier:
+                report.findings.append(candidate)  # it explains the rest: counted once
+                continue
         if never:
             candidate = finding("never-woken", never, never_first, never_at)
             if candidate.age_seconds >= thresholds.never_woken:
@@ -213,7 +240,8 @@ async def health_report(
     """Stuck hand-offs across every mailbox, in one read snapshot of ``reader``."""
     moment = now or utc_now()
     limits = thresholds or Thresholds()
-    return await reader.query(lambda db: collect(db, moment, limits))
+    notifiers = read_notifiers(reader.path, moment.timestamp())
+    return await reader.query(lambda db: collect(db, moment, limits, notifiers))
 
 
 def utc_now() -> datetime:

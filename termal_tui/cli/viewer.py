@@ -48,6 +48,12 @@ _THRESHOLD_FLAGS: Final = (
         900,
     ),
     ("--lagging-after", "lagging", "oldest unprocessed row older than this lags", 3600),
+    (
+        "--no-notifier-after",
+        "no_notifier",
+        "unread for a session with no channel server and no hook run for this long is stuck",
+        300,
+    ),
 )
 
 
