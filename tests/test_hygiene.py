@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "termal_tui.store": 2,
     "termal_tui.presentation": 3,
     "termal_tui.health": 3,
+    "termal_tui.notifiers": 3,
     "termal_tui.thread": 3,
     "termal_tui.export": 3,
     "termal_tui.demo": 3,
