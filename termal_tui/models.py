@@ -258,6 +258,8 @@ class MailboxMessage(WireModel):
         {"idempotency_key", "unread_depth_at_append", "dispatch_outcome", "unreadable"}
     )
 
+    # Declared in TermAl's key order (class, topic and stateStamp before body); the
+    # records take keyword arguments, so defaults need not come last.
     id: str
     mailbox_id: str
     sequence: int
@@ -266,41 +268,15 @@ class MailboxMessage(WireModel):
     target_session_id: str
     target_name: str
     created_at: str
-    body: str
-    notification_state: str
     class_: str = ROUTINE_CLASS
     topic: str | None = None
     state_stamp: str | None = None
+    body: str
     idempotency_key: str = ""
     unread_depth_at_append: int = 0
+    notification_state: str
     dispatch_outcome: str | None = None
     unreadable: str | None = None
-
-    # TermAl's key order: class, topic and stateStamp come before body.
-    _ORDER: ClassVar[tuple[str, ...]] = (
-        "id",
-        "mailbox_id",
-        "sequence",
-        "sender_session_id",
-        "sender_name",
-        "target_session_id",
-        "target_name",
-        "created_at",
-        "class_",
-        "topic",
-        "state_stamp",
-        "body",
-        "notification_state",
-    )
-
-    def to_wire(self) -> dict[str, Any]:
-        values = self.__dict__
-        wire: dict[str, Any] = {}
-        for name in self._ORDER:
-            value = values[name]
-            if value is not None:
-                wire[self.wire_name(name)] = value
-        return wire
 
     @property
     def is_control(self) -> bool:

@@ -151,19 +151,18 @@ class Parser(argparse.ArgumentParser):
             return _formatter(self.prog)
         return argparse.HelpFormatter(self.prog)
 
-    def format_help(self) -> str:
+    def _coloured(self, text: Callable[[], str]) -> str:
         self._printing = True
         try:
-            return super().format_help()
+            return text()
         finally:
             self._printing = False
 
+    def format_help(self) -> str:
+        return self._coloured(super().format_help)
+
     def format_usage(self) -> str:
-        self._printing = True
-        try:
-            return super().format_usage()
-        finally:
-            self._printing = False
+        return self._coloured(super().format_usage)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -205,6 +204,22 @@ def add_subparser(sub: Any, name: str, help_text: str, epilog: str = EXIT_TABLE)
         allow_abbrev=False,
     )
     return parser
+
+
+def whole_number(minimum: int, rule: str) -> Callable[[str], int]:
+    """An argparse type for an integer of at least ``minimum``; ``rule`` is the sentence
+    shown when the value breaks it."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(rule)
+        return value
+
+    return parse
 
 
 # ------------------------------------------------------------------ the database

@@ -14,6 +14,7 @@ from termal_tui.cli.common import (
     add_db,
     check_database,
     db_path,
+    whole_number,
 )
 
 
@@ -24,14 +25,7 @@ def describe(_name: str, _line: str) -> str:
     )
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("a sequence number is 1 or more")
-    return value
+_positive = whole_number(1, "a sequence number is 1 or more")
 
 
 def configure(parser: argparse.ArgumentParser, _name: str) -> None:

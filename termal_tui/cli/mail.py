@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from termal_tui.cli.agents import add_identity, agent_tools, database
-from termal_tui.cli.common import EXIT_NOT_FOUND, EXIT_OK, CommandError
+from termal_tui.cli.common import EXIT_NOT_FOUND, EXIT_OK, CommandError, whole_number
 
 if TYPE_CHECKING:
     from termal_tui.agents.tools import AgentTools
@@ -25,14 +25,7 @@ def describe(_name: str, line: str) -> str:
     return line
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
+_count = whole_number(0, "must be 0 or more")
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:

@@ -128,14 +128,17 @@ def in_write_transaction(
     work: Callable[[sqlite3.Connection], T],
     begin: str,
     commit: str,
+    *,
+    busy: Callable[[str], str] = busy_message,
 ) -> T:
     """On the connection's thread: BEGIN IMMEDIATE, work, COMMIT (ROLLBACK on any failure);
-    busy at the start or the commit is RetryableError with nothing committed."""
+    busy at the start or the commit is RetryableError (``busy(operation)`` is its
+    sentence: the mailboxes' or the board's wording) with nothing committed."""
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as error:
         if is_busy(error):
-            raise RetryableError(busy_message(begin)) from error
+            raise RetryableError(busy(begin)) from error
         raise
     try:
         result = work(db)
@@ -147,7 +150,7 @@ def in_write_transaction(
     except sqlite3.Error as error:
         rollback(db)
         if is_busy(error):
-            raise RetryableError(busy_message(commit)) from error
+            raise RetryableError(busy(commit)) from error
         if (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
             raise CommitOutcomeUnknownError(
                 f"I/O error while {commit} ({error}): it may or may not have been written"

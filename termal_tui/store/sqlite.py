@@ -172,13 +172,17 @@ def harden_files(path: Path) -> None:
         if candidate.is_symlink():
             _hardening_failure(f"refusing to open {candidate}: it is a symlink.")
             continue
-        if not candidate.exists():
-            continue
-        try:
-            if stat.S_IMODE(candidate.stat().st_mode) != 0o600:
-                candidate.chmod(0o600)
-        except OSError as error:
-            _hardening_failure(f"cannot restrict permissions of {candidate}: {error}.")
+        if candidate.exists():
+            _restrict(candidate, 0o600)
+
+
+def _restrict(path: Path, mode: int) -> None:
+    """chmod ``path`` to ``mode`` unless it already is (a failure is a hardening failure)."""
+    try:
+        if stat.S_IMODE(path.stat().st_mode) != mode:
+            path.chmod(mode)
+    except OSError as error:
+        _hardening_failure(f"cannot restrict permissions of {display_path(path)}: {error}.")
 
 
 def is_state_directory(directory: Path) -> bool:
@@ -202,13 +206,8 @@ def prepare_state_dir(path: Path) -> None:
     if not directory.exists():
         directory.mkdir(mode=0o700, parents=True)
         return
-    if not is_state_directory(directory):
-        return
-    try:
-        if stat.S_IMODE(directory.stat().st_mode) != 0o700:
-            directory.chmod(0o700)
-    except OSError as error:
-        _hardening_failure(f"cannot restrict permissions of {display_path(directory)}: {error}.")
+    if is_state_directory(directory):
+        _restrict(directory, 0o700)
 
 
 class FileKind(NamedTuple):

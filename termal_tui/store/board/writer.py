@@ -32,6 +32,7 @@ from termal_tui.store.connection import (
     run,
 )
 from termal_tui.store.errors import RetryableError, UnprocessableError, ValidationError
+from termal_tui.store.lifecycle import in_write_transaction
 from termal_tui.store.schema import ensure_schema
 
 T = TypeVar("T")
@@ -47,34 +48,11 @@ MISSING: Final[Any] = _Missing()
 """``set(value=MISSING)``: no value (TermAl's absent ``value`` field); use ``delete=True``."""
 
 
-def _rollback(db: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-
-
 def _write_transaction(
     db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], begin: str, commit: str
 ) -> T:
-    try:
-        db.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as error:
-        if is_busy(error):
-            raise RetryableError(formats.busy_message(begin)) from error
-        raise
-    try:
-        result = work(db)
-    except BaseException:
-        _rollback(db)
-        raise
-    try:
-        db.execute("COMMIT")
-    except sqlite3.Error as error:
-        _rollback(db)
-        if is_busy(error):
-            raise RetryableError(formats.busy_message(commit)) from error
-        raise
-    return result
+    """The mailboxes' transaction function, with the board's busy wording."""
+    return in_write_transaction(db, work, begin, commit, busy=formats.busy_message)
 
 
 def _decode_receipt(text: str) -> BoardSetReceipt:
