@@ -15,11 +15,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
+from termal_tui.agents.nudge import nudge
 from termal_tui.agents.registry import Registry, Session
-from termal_tui.agents.wake import nudge
 from termal_tui.formats import (
     CLASS_NOT_SUPPORTED,
     MAX_IDEMPOTENCY_KEY_BYTES,
@@ -100,8 +99,7 @@ class ToolError(Exception):
         return f"termal-tui mailbox store returned {self.status} {_REASONS.get(self.status, 'Error')}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayPolicy:
+class ReplayPolicy(NamedTuple):
     """TermAl's safe-replay budget: one try plus four replays, 200 ms doubling, jittered."""
 
     attempts: int = 5
@@ -179,16 +177,14 @@ def count_argument(arguments: Mapping[str, Any], label: str, default: int | None
 # --------------------------------------------------------------------- the tools
 
 
-@dataclass(slots=True)
-class WakeTiming:
+class WakeTiming(NamedTuple):
     """How long a send waits for the receiver's channel server to deliver its wake."""
 
     wait: float = 2.0
     step: float = 0.02
 
 
-@dataclass(frozen=True, slots=True)
-class SendReceipt:
+class SendReceipt(NamedTuple):
     """A send's answer: TermAl's append receipt, the peer it went to, and how it was named."""
 
     receipt: AppendReceipt
@@ -426,7 +422,7 @@ class AgentTools:
         the receiver (as revalidated by this send)."""
         connected = receiver.channel_connected()
         if connected:
-            nudge(self.registry, receiver.id)
+            nudge(self.registry.path, receiver.id)
         if receiver.in_turn:
             return QUEUED_BEHIND_ACTIVE_TURN
         if not connected:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import socket
@@ -20,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from termal_tui.agents.nudge import nudge_address
 from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry
 from termal_tui.formats import NEVER_WOKEN_PASS_CAP
@@ -91,20 +91,6 @@ async def wake_pass(
     return delivered
 
 
-def nudge_address(registry: Registry, session_id: str) -> bytes:
-    """A Linux abstract-namespace datagram address for one session's channel server
-    (no file, no path-length limit; scoped to one registry file)."""
-    scope = hashlib.sha256(os.fsencode(registry.path.resolve())).hexdigest()[:16]
-    return f"\0termal-tui/{scope}/{session_id}".encode()
-
-
-def nudge(registry: Registry, session_id: str) -> None:
-    """Tell a session's channel server to look now (best effort: it also polls)."""
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        sock.setblocking(False)
-        sock.sendto(b"!", nudge_address(registry, session_id))
-
-
 def channel_meta(wake: UnreadWakeup) -> dict[str, str]:
     """``meta`` of a channel event: identifier keys and string values (Claude Code's rule),
     every value from the database made visible (an agent reads them as text)."""
@@ -152,7 +138,7 @@ class ChannelWatcher:
         except (OSError, AttributeError):
             return None
         try:
-            sock.bind(nudge_address(self.registry, self.session_id))
+            sock.bind(nudge_address(self.registry.path, self.session_id))
             sock.setblocking(False)
         except OSError:  # not Linux, or another server for this session listens: poll only
             sock.close()

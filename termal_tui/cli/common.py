@@ -114,8 +114,12 @@ def guarded(run: Callable[[], int]) -> int:
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
-    """Coloured help where the terminal supports it (rich-argparse honours NO_COLOR and
-    non-terminals); imported only when help or a usage error is printed."""
+    """Coloured help where the terminal supports it: rich-argparse, imported only when
+    help or a usage error is printed to a terminal (into a pipe or with ``NO_COLOR``
+    there is no colour to show, and rich costs ~80 ms to import)."""
+    stream = sys.stdout
+    if os.environ.get("NO_COLOR") or not (hasattr(stream, "isatty") and stream.isatty()):
+        return argparse.RawDescriptionHelpFormatter(prog, width=_width())
     try:
         from rich_argparse import RawDescriptionRichHelpFormatter
     except ImportError:  # pragma: no cover - a dependency, but never fatal for help
@@ -130,11 +134,9 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def _width() -> int:
-    try:
-        columns = os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        columns = 80
-    return max(40, min(columns, 100))
+    from termal_tui.cli.table import terminal_width
+
+    return max(40, min(terminal_width(), 100))
 
 
 class Parser(argparse.ArgumentParser):
@@ -149,7 +151,7 @@ class Parser(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
         if self._printing:
             return _formatter(self.prog)
-        return argparse.HelpFormatter(self.prog)
+        return argparse.HelpFormatter(self.prog, width=80)  # a width: no shutil import
 
     def _coloured(self, text: Callable[[], str]) -> str:
         self._printing = True

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -64,6 +63,8 @@ def _print_json(value: Any) -> int:
 
 def derived_key(target_id: str, body: str, topic: str | None) -> str:
     """The same command run twice is one message (a retry), not two."""
+    import hashlib
+
     digest = hashlib.sha256("\0".join((target_id, body, topic or "")).encode()).hexdigest()
     return f"cli-{digest[:32]}"
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -117,6 +115,10 @@ async def _validate(path: Path, mailbox: str | None, session: str | None) -> Non
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    # Imported here: `--help` builds this parser and must not pay for asyncio.
+    import asyncio
+    import tempfile
+
     from termal_tui.sanitize import visible_line
     from termal_tui.store.errors import NotFoundError, RetryableError
 

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
-import socket
 import sys
+import zlib
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import socket
 
 SUPPORTED: Final = sys.platform.startswith("linux")
 
 
 def _address(path: Path, message_id: str) -> bytes:
-    scope = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:16]
+    scope = f"{zlib.crc32(os.fsencode(os.path.realpath(path))):08x}"
     # Abstract names are at most 107 bytes; message ids are ~50.
     return f"\0termal-tui-finalizer/{scope}/{message_id}".encode()[:107]
 
@@ -46,6 +48,8 @@ class FinalizerClaims:
         """Claim ``message_id`` (call before the COMMIT that makes it visible)."""
         if not SUPPORTED or message_id in self._held:
             return
+        import socket
+
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             sock.bind(_address(self.path, message_id))
@@ -72,6 +76,8 @@ def finalizer_alive(path: Path, message_id: str) -> bool:
     """True while some live process holds the claim on ``message_id``."""
     if not SUPPORTED:
         return False
+    import socket
+
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
         try:
             probe.connect(_address(path, message_id))
