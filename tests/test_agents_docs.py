@@ -16,11 +16,12 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from termal_tui.agents.board_tools import BOARD_TOOL_NAMES
 from termal_tui.agents.tools import TOOL_NAMES
 
 README = Path(__file__).parents[1] / "README.md"
 BIN = Path(sys.executable).parent
-SIX = set(TOOL_NAMES)
+SIX = set(TOOL_NAMES) | set(BOARD_TOOL_NAMES)  # the mailbox six and the board three
 
 
 def documented(name: str) -> str:

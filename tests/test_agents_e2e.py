@@ -98,7 +98,9 @@ async def test_two_agents_converse_through_two_servers(db: Path):
     async with agent(db, "alice", channel=False) as alice, agent(db, "bob", channel=True) as bob:
         tools = await alice.client.list_tools()
         served = [t.model_dump(by_alias=True, exclude_none=True) for t in tools.tools]
-        assert served == json.loads((FIXTURES / "termal_mailbox_tools.json").read_text())
+        assert served == json.loads((FIXTURES / "termal_mailbox_tools.json").read_text()) + (
+            json.loads((FIXTURES / "termal_board_tools.json").read_text())
+        )
 
         sessions = (await alice.call("termal_list_sessions"))["sessions"]
         assert sorted(s["name"] for s in sessions) == ["alice", "bob"]

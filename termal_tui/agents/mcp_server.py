@@ -25,11 +25,13 @@ from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
 from termal_tui import __version__
+from termal_tui.agents.board_tools import BOARD_TOOL_NAMES, BoardTools
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
 from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.models import UnreadWakeup
+from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.writer import open_writer
 
 CHANNEL_CAPABILITY = "claude/channel"
@@ -48,9 +50,12 @@ INSTRUCTIONS = (
 
 
 def tool_catalog() -> list[dict[str, Any]]:
-    """TermAl's six peer-mailbox tools, in TermAl's order."""
-    text = resources.files("termal_tui.agents").joinpath("termal_tools.json").read_text()
-    return json.loads(text)
+    """TermAl's six peer-mailbox tools then its three board tools, in TermAl's order."""
+    package = resources.files("termal_tui.agents")
+    return [
+        *json.loads(package.joinpath("termal_tools.json").read_text()),
+        *json.loads(package.joinpath("termal_board_tools.json").read_text()),
+    ]
 
 
 class _ChannelNotification(types.Notification[dict[str, Any], str]):
@@ -66,6 +71,7 @@ class ServerOptions:
     busy_timeout: float = BUSY_TIMEOUT_MS / 1000
     agent: str | None = None
     register: bool = False
+    project: str | None = None  # --project: the board's scope (agents/projects.py)
 
 
 def _result(value: Any, is_error: bool = False) -> types.CallToolResult:
@@ -76,7 +82,13 @@ def _result(value: Any, is_error: bool = False) -> types.CallToolResult:
     )
 
 
-def build_server(tools: AgentTools, *, channel: bool, on_initialized: Any = None) -> Server:
+def build_server(
+    tools: AgentTools,
+    *,
+    channel: bool,
+    on_initialized: Any = None,
+    board: BoardTools | None = None,
+) -> Server:
     catalog = [types.Tool.model_validate(tool) for tool in tool_catalog()]
 
     async def list_tools(
@@ -89,6 +101,8 @@ def build_server(tools: AgentTools, *, channel: bool, on_initialized: Any = None
     ) -> types.CallToolResult:
         arguments: Mapping[str, Any] = params.arguments or {}
         try:
+            if board is not None and params.name in BOARD_TOOL_NAMES:
+                return _result(await board.call(params.name, arguments))
             return _result(await tools.call(params.name, arguments))
         except Exception as error:  # every failure is a tool error the agent can read
             return _result(str(as_tool_error(error)), is_error=True)
@@ -110,16 +124,28 @@ def build_server(tools: AgentTools, *, channel: bool, on_initialized: Any = None
 async def serve(options: ServerOptions) -> None:
     """Serve one agent over stdio until its client disconnects."""
     registry = Registry.beside(options.db_path, busy_timeout=options.busy_timeout)
-    async with open_writer(  # first: a path that is not a coordination database is refused
-        options.db_path,
-        deadline=min(REQUEST_DEADLINE_SECONDS, options.busy_timeout),
-        busy_timeout_ms=int(options.busy_timeout * 1000),
-    ) as writer:
+    async with (
+        open_writer(  # first: a path that is not a coordination database is refused
+            options.db_path,
+            deadline=min(REQUEST_DEADLINE_SECONDS, options.busy_timeout),
+            busy_timeout_ms=int(options.busy_timeout * 1000),
+        ) as writer,
+        open_board_writer(
+            options.db_path,
+            deadline=min(REQUEST_DEADLINE_SECONDS, options.busy_timeout),
+            busy_timeout_ms=int(options.busy_timeout * 1000),
+        ) as board_writer,
+    ):
         if options.register:
             me = registry.ensure(options.session, agent=options.agent, workdir=os.getcwd())
         else:
             me = registry.resolve_own(options.session)
         tools = AgentTools(writer, registry, me.id, replay=ReplayPolicy())
+        board = BoardTools(
+            board_writer, registry, me.id, db_path=options.db_path, project=options.project
+        )
+        if options.project is not None:  # a wrong --project fails before the server starts
+            await board.project()
         async with anyio.create_task_group() as background:
 
             async def on_initialized(
@@ -142,7 +168,9 @@ async def serve(options: ServerOptions) -> None:
                 tools.on_engaged = watcher.engaged
                 background.start_soon(watcher.run)
 
-            server = build_server(tools, channel=options.channel, on_initialized=on_initialized)
+            server = build_server(
+                tools, channel=options.channel, on_initialized=on_initialized, board=board
+            )
             experimental: dict[str, dict[str, Any]] | None = (
                 {CHANNEL_CAPABILITY: {}} if options.channel else None
             )

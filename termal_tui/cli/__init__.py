@@ -31,8 +31,10 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "read": ("mail", "read a mailbox (never moves your cursor)"),
     "ack": ("mail", "acknowledge through a sequence (compare-and-swap)"),
     "wake": ("wake", "print a wake prompt per mailbox with unread mail"),
+    "board": ("board", "the project's coordination board: ls, get, set, rm"),
     "hook": ("hook", "Claude Code / Codex hook adapters (prompt, stop, session-start)"),
     "mcp": ("mcp", "serve one agent TermAl's mailbox tools over stdio MCP"),
+    "setup": ("setup", "connect Claude Code or Codex to a session (--check: is it set up?)"),
 }
 
 DESCRIPTION = """\

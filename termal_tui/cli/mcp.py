@@ -10,7 +10,8 @@ from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, CommandError, add_db
 
 def describe(_name: str, _line: str) -> str:
     return (
-        "Serve one agent TermAl's six mailbox tools over stdio MCP (needs the mcp extra: "
+        "Serve one agent TermAl's six mailbox tools and three coordination-board tools "
+        "over stdio MCP (needs the mcp extra: "
         "pip install 'termal-tui[mcp]')."
     )
 
@@ -23,6 +24,15 @@ def _interval(text: str) -> float:
     if not 0 < value <= 60:
         raise argparse.ArgumentTypeError("the interval is more than 0 and at most 60 seconds")
     return value
+
+
+def _switch(text: str) -> bool:
+    word = text.strip().lower()
+    if word in ("true", "on", "yes", "1"):
+        return True
+    if word in ("false", "off", "no", "0", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
 
 
 def configure(parser: argparse.ArgumentParser, _name: str) -> None:
@@ -38,6 +48,20 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         "--channel",
         action="store_true",
         help="push wake-ups as Claude Code channel events (claude/channel)",
+    )
+    parser.add_argument(
+        "--channel-switch",
+        type=_switch,
+        default=False,
+        metavar="true|false",
+        help="--channel when true (for configs that can only fill in a value, such as a "
+        "Claude Code plugin option)",
+    )
+    parser.add_argument(
+        "--project",
+        metavar="ID|PATH",
+        help="the board's project for this session (kept for it; default: the TermAl project "
+        "containing its directory, else its git top-level)",
     )
     parser.add_argument("--interval", type=_interval, default=0.2, help=argparse.SUPPRESS)
 
@@ -58,11 +82,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     options = ServerOptions(
         db_path=path,
         session=args.session,
-        channel=args.channel,
+        channel=args.channel or args.channel_switch,
         interval=args.interval,
         busy_timeout=busy_timeout(),
         agent=args.agent,
         register=args.register,
+        project=args.project,
     )
     import anyio
 
