@@ -1,0 +1,354 @@
+"""``termal-tui setup``: run as a user would, against a temporary HOME and project that
+already hold someone else's servers and hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from termal_tui.agents import setup
+from tests.test_agents_docs import BIN, SIX, conforms, run_hook, serve_and_list
+
+CLI = str(BIN / "termal-tui")
+
+MCP_JSON = """{
+    "mcpServers": {
+        "other": {"command": "npx", "args": ["-y", "other-server"], "env": {"K": "v"}}
+    }
+}
+"""
+SETTINGS_JSON = """{
+  "permissions": {"allow": ["Bash(ls:*)"]},
+  "hooks": {
+    "Stop": [
+      {"hooks": [{"type": "command", "command": "notify-send done"}]}
+    ],
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}]
+  }
+}
+"""
+CONFIG_TOML = """# my codex config
+model = "o3"   # keep this comment
+
+[mcp_servers.other]
+command = "other"   # theirs
+args = ["--x"]
+
+[mcp_servers.other.env]
+TOKEN = "t"
+"""
+OTHER_GROUP = '{"hooks": [{"type": "command", "command": "notify-send done"}]}'
+OTHER_SERVER = '"other": {"command": "npx", "args": ["-y", "other-server"], "env": {"K": "v"}}'
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    (home / ".codex").mkdir(parents=True)
+    (project / ".claude").mkdir(parents=True)
+    (project / ".mcp.json").write_text(MCP_JSON)
+    (project / ".claude" / "settings.json").write_text(SETTINGS_JSON)
+    (home / ".codex" / "config.toml").write_text(CONFIG_TOML)
+    env = {
+        "HOME": str(home),
+        "TERMAL_HOME": str(tmp_path / "termal"),
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    return {"home": home, "project": project, "env": env, "termal": tmp_path / "termal"}
+
+
+def run(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, "setup", *args],
+        cwd=world["project"],
+        env=world["env"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def snapshot(world: dict[str, Any]) -> dict[str, bytes]:
+    roots = [world["project"], world["home"]]
+    return {
+        str(p): p.read_bytes() for root in roots for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def test_claude_setup_merges_keeps_theirs_and_a_second_run_changes_nothing(world: dict[str, Any]):
+    done = run(world, "claude", "--session", "planner", "--register")
+    assert done.returncode == 0, done.stderr
+    assert "registered planner (session-" in done.stdout
+    mcp_text = (world["project"] / ".mcp.json").read_text()
+    settings_text = (world["project"] / ".claude" / "settings.json").read_text()
+    assert OTHER_SERVER in mcp_text  # their server, byte for byte
+    assert OTHER_GROUP in settings_text and '"permissions": {"allow": ["Bash(ls:*)"]}' in (
+        settings_text
+    )
+    mcp = json.loads(mcp_text)
+    assert mcp["mcpServers"]["other"] == json.loads(MCP_JSON)["mcpServers"]["other"]
+    assert mcp["mcpServers"]["termal"] == {
+        "command": CLI,
+        "args": ["mcp", "--session", "planner"],
+    }
+    settings = json.loads(settings_text)
+    assert settings["permissions"] == {"allow": ["Bash(ls:*)"]}
+    assert settings["hooks"]["PreToolUse"] == json.loads(SETTINGS_JSON)["hooks"]["PreToolUse"]
+    assert settings["hooks"]["Stop"][0] == json.loads(OTHER_GROUP)
+    for event, name in setup.HOOK_EVENTS.items():
+        commands = [h["command"] for g in settings["hooks"][event] for h in g["hooks"]]
+        assert f"{shlex.quote(CLI)} hook {name} --session planner" in commands
+    before = snapshot(world)
+    again = run(world, "claude", "--session", "planner", "--register")
+    assert again.returncode == 0, again.stderr
+    assert "nothing to change" in again.stdout and "registered" not in again.stdout
+    assert snapshot(world) == before
+
+
+def test_codex_setup_appends_our_table_and_keeps_their_comments(world: dict[str, Any]):
+    done = run(world, "codex", "--session", "coder", "--register")
+    assert done.returncode == 0, done.stderr
+    config = world["home"] / ".codex" / "config.toml"
+    text = config.read_text()
+    assert text.startswith(CONFIG_TOML)  # every byte of theirs, comments included
+    parsed = tomllib.loads(text)
+    assert parsed["model"] == "o3"
+    assert parsed["mcp_servers"]["other"] == {
+        "command": "other",
+        "args": ["--x"],
+        "env": {"TOKEN": "t"},
+    }
+    assert parsed["mcp_servers"]["termal"] == {
+        "command": CLI,
+        "args": ["mcp", "--session", "coder"],
+    }
+    hooks = json.loads((world["home"] / ".codex" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == set(setup.HOOK_EVENTS)
+    before = snapshot(world)
+    again = run(world, "codex", "--session", "coder")
+    assert again.returncode == 0 and "nothing to change" in again.stdout
+    assert snapshot(world) == before
+
+
+def test_codex_project_config_goes_into_the_projects_codex_directory(world: dict[str, Any]):
+    done = run(world, "codex", "--session", "coder", "--project", str(world["project"]))
+    assert done.returncode == 0, done.stderr
+    assert "only once it trusts" in done.stderr  # Codex reads it for a trusted project
+    assert "not registered yet" in done.stderr  # registration is explicit
+    assert (world["project"] / ".codex" / "config.toml").exists()
+    assert (world["project"] / ".codex" / "hooks.json").exists()
+    assert (world["home"] / ".codex" / "config.toml").read_text() == CONFIG_TOML
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(world: dict[str, Any]):
+    before = snapshot(world)
+    done = run(world, "claude", "--session", "planner", "--register", "--channel", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert f"--- {world['project'] / '.mcp.json'}" in done.stdout
+    assert '+        "termal": {' in done.stdout and '+                "--channel"' in done.stdout
+    assert "would register planner" in done.stdout
+    assert snapshot(world) == before
+    assert not world["termal"].exists()  # not even the registry
+
+
+def test_a_conflicting_entry_is_named_and_left_and_force_replaces_only_it(world: dict[str, Any]):
+    assert run(world, "claude", "--session", "planner", "--register").returncode == 0
+    assert run(world, "codex", "--session", "coder", "--register").returncode == 0
+    before = snapshot(world)
+    for client in ("claude", "codex"):
+        refused = run(world, client, "--session", "reviewer")
+        assert refused.returncode == 4, refused.stderr
+        assert "server termal is already there" in refused.stderr
+        assert "the Stop hook is already there" in refused.stderr
+        assert "nothing written" in refused.stderr
+    assert snapshot(world) == before
+    forced = run(world, "claude", "--session", "reviewer", "--force", "--register")
+    assert forced.returncode == 0, forced.stderr
+    mcp_text = (world["project"] / ".mcp.json").read_text()
+    assert OTHER_SERVER in mcp_text
+    assert json.loads(mcp_text)["mcpServers"]["termal"]["args"] == ["mcp", "--session", "reviewer"]
+    settings_text = (world["project"] / ".claude" / "settings.json").read_text()
+    assert OTHER_GROUP in settings_text and "--session planner" not in settings_text
+    assert settings_text.count("--session reviewer") == 3
+    forced = run(world, "codex", "--session", "reviewer", "--force")
+    assert forced.returncode == 0, forced.stderr
+    text = (world["home"] / ".codex" / "config.toml").read_text()
+    assert text.startswith(CONFIG_TOML) and text.count("[mcp_servers.termal]") == 1
+    assert tomllib.loads(text)["mcp_servers"]["termal"]["args"][-1] == "reviewer"
+
+
+def test_check_reports_what_is_missing(world: dict[str, Any]):
+    nothing = run(world, "--check")
+    assert nothing.returncode == 3 and "claude: not set up" in nothing.stdout
+    assert run(world, "claude", "--session", "planner").returncode == 0  # not registered
+    missing = run(world, "--check")
+    assert missing.returncode == 3
+    assert "FAIL session  missing: planner is not registered" in missing.stdout
+    assert "codex: not set up" in missing.stdout
+    subprocess.run([CLI, "session", "add", "planner"], env=world["env"], check=True)
+    assert run(world, "--check").returncode == 0
+    settings = world["project"] / ".claude" / "settings.json"
+    document = json.loads(settings.read_text())
+    del document["hooks"]["Stop"][1]
+    settings.write_text(json.dumps(document))
+    broken = run(world, "--check", "claude")
+    assert broken.returncode == 3
+    assert f"FAIL hooks    missing in {settings}: Stop" in broken.stdout
+    codex = run(world, "--check", "codex")
+    assert codex.returncode == 3 and "missing: no termal server" in codex.stdout
+
+
+def test_what_setup_writes_serves_the_tools_and_its_hooks_answer_in_the_clients_shapes(
+    world: dict[str, Any],
+):
+    db = world["termal"] / "other.sqlite"
+    done = run(world, "claude", "--session", "planner", "--db", str(db), "--register")
+    assert done.returncode == 0, done.stderr
+    subprocess.run([CLI, "session", "add", "coder", "--db", str(db)], env=world["env"], check=True)
+    subprocess.run(
+        [CLI, "send", "--as", "coder", "planner", "hello", "--db", str(db)],
+        env=world["env"],
+        check=True,
+        capture_output=True,
+    )
+    settings = json.loads((world["project"] / ".claude" / "settings.json").read_text())
+    ours = {
+        event: next(
+            h["command"]
+            for g in settings["hooks"][event]
+            for h in g["hooks"]
+            if setup.hook_of(h["command"])
+        )
+        for event in setup.HOOK_EVENTS
+    }
+    home = world["termal"]
+    start = run_hook(ours["SessionStart"], home, {"hook_event_name": "SessionStart"})
+    assert start and "[TermAl mailbox notification]" in json.dumps(start)
+    stop = run_hook(ours["Stop"], home, {"stop_hook_active": False})
+    assert stop and stop["decision"] == "block"
+    assert conforms("SessionStart", start) and conforms("Stop", stop)
+    prompt = run_hook(ours["UserPromptSubmit"], home, {"prompt": "go"})
+    assert conforms("UserPromptSubmit", prompt)
+
+
+async def test_the_server_setup_writes_serves_the_tools(world: dict[str, Any]):
+    done = run(world, "codex", "--session", "coder")  # serve_and_list registers it
+    assert done.returncode == 0, done.stderr
+    config = tomllib.loads((world["home"] / ".codex" / "config.toml").read_text())
+    server = config["mcp_servers"]["termal"]
+    names, experimental = await serve_and_list(server["command"], server["args"], world["termal"])
+    assert names == SIX and not experimental
+
+
+# ------------------------------------------------------------------ the editor, directly
+
+
+def target(session: str = "planner") -> setup.Target:
+    return setup.Target("claude", session, ("/opt/termal-tui",))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{}",
+        "{}\n",
+        '{"mcpServers": {}}',
+        '{"a": 1, "mcpServers": {"x": {"command": "x"}}}',
+        '{\n\t"mcpServers": {\n\t\t"x": {"command": "x"}\n\t}\n}\n',
+        '{"hooks": {"Stop": []}}',
+        '{"hooks": {"Stop": [{"hooks": []}], "Other": [1, 2]}, "z": [\n  1\n]}',
+    ],
+)
+def test_the_json_editor_adds_ours_to_any_shape_and_keeps_the_rest(tmp_path: Path, text: str):
+    files = setup.Files(tmp_path / "mcp.json", tmp_path / "settings.json")
+    for path in (files.config, files.hooks):
+        path.write_text(text)
+    planned = setup.plan(target(), files)
+    original = json.loads(text) if text.strip() else {}
+    for file_plan in planned.plans:
+        result = json.loads(file_plan.after)
+        for key, value in original.items():
+            if key not in ("mcpServers", "hooks"):
+                assert result[key] == value
+    mcp = json.loads(planned.plans[0].after)
+    assert mcp["mcpServers"]["termal"] == target().server()
+    for key, value in original.get("mcpServers", {}).items():
+        assert mcp["mcpServers"][key] == value
+    hooks = json.loads(planned.plans[1].after)["hooks"]
+    for event, groups in original.get("hooks", {}).items():
+        assert hooks[event][: len(groups)] == groups
+    setup.write(planned)
+    assert not setup.plan(target(), files).changed  # idempotent
+
+
+def test_a_file_that_is_not_json_is_refused_and_left(tmp_path: Path):
+    files = setup.Files(tmp_path / "mcp.json", tmp_path / "settings.json")
+    files.config.write_text('{"mcpServers": {} // a comment\n}')
+    with pytest.raises(setup.SetupError, match="not plain JSON"):
+        setup.plan(target(), files)
+
+
+def test_a_symlinked_config_is_written_through_the_link(tmp_path: Path):
+    real = tmp_path / "dotfiles" / "mcp.json"
+    real.parent.mkdir()
+    real.write_text(MCP_JSON)
+    link = tmp_path / "mcp.json"
+    link.symlink_to(real)
+    files = setup.Files(link, tmp_path / "settings.json")
+    setup.write(setup.plan(target(), files))
+    assert link.is_symlink() and "termal" in json.loads(real.read_text())["mcpServers"]
+
+
+def test_the_command_is_the_full_path():
+    assert setup.termal_command(CLI) == (CLI,)
+    (command, *rest) = setup.termal_command("/nowhere/pytest")
+    assert os.path.isabs(command) and (not rest or rest == ["-m", "termal_tui"])
+
+
+def test_check_sees_the_claude_code_plugin_and_setup_twice(world: dict[str, Any]):
+    settings = world["home"] / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    # The shape `claude plugin install termal-tui@termal-tui --config session=...` writes.
+    settings.write_text(
+        json.dumps(
+            {
+                "enabledPlugins": {"termal-tui@termal-tui": True},
+                "pluginConfigs": {"termal-tui@termal-tui": {"options": {"session": "planner"}}},
+            }
+        )
+    )
+    unregistered = run(world, "--check", "claude")
+    assert unregistered.returncode == 3
+    assert "the plugin termal-tui@termal-tui is enabled" in unregistered.stdout
+    assert "FAIL session  missing: planner is not registered" in unregistered.stdout
+    subprocess.run([CLI, "session", "add", "planner"], env=world["env"], check=True)
+    registered = run(world, "--check")
+    assert registered.returncode == 0, registered.stdout
+    assert "claude: not set up" not in registered.stdout
+    assert run(world, "claude", "--session", "planner").returncode == 0
+    twice = run(world, "--check")
+    assert twice.returncode == 3 and "FAIL twice" in twice.stdout
+
+
+def test_usage_errors_write_nothing(world: dict[str, Any]):
+    before = snapshot(world)
+    for argv in (
+        ["codex", "--channel"],
+        [],
+        ["--check", "--force"],
+        ["claude", "--session", "a/b"],
+    ):
+        done = run(world, *argv)
+        assert done.returncode in (2, 8), (argv, done.stderr)
+        assert done.stderr.startswith(("usage:", "termal-tui: error:", "Usage:"))
+    assert snapshot(world) == before
