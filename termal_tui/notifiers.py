@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 REGISTRY_FILENAME: Final = "termal-tui-sessions.sqlite"
 # A channel server heartbeats every second; one missed by this long is gone.
@@ -46,8 +45,7 @@ def channel_alive(pid: int | None, seen_at: float | None, now: float) -> bool:
     return now - seen_at <= CHANNEL_STALE_SECONDS and pid_alive(pid)
 
 
-@dataclass(frozen=True)
-class Notifier:
+class Notifier(NamedTuple):
     """What wakes one registered session: a live channel server, or hooks that ran."""
 
     session_id: str
@@ -76,11 +74,14 @@ def read_notifiers(db_path: Path, now: float | None = None) -> dict[str, Notifie
     except sqlite3.Error:
         return None
     try:
-        columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)")}
-        hook = "hook_seen_at" if "hook_seen_at" in columns else "NULL"
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if "notifier_seen" in tables:  # registry version 3 and later
+            hooks = "(SELECT hook_seen_at FROM notifier_seen n WHERE n.session_id = s.id)"
+        else:
+            hooks = "NULL"
         rows = db.execute(
-            f"SELECT id, name, channel_pid, channel_seen_at, {hook} FROM sessions "
-            "WHERE removed_at IS NULL"
+            f"SELECT s.id, s.name, s.channel_pid, s.channel_seen_at, {hooks} FROM sessions s "
+            "WHERE s.removed_at IS NULL"
         ).fetchall()
     except sqlite3.Error:
         return None

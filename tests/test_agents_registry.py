@@ -10,11 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.registry import (
-    REGISTRY_FILENAME,
-    Registry,
-    registry_path_for,
-)
+from termal_tui.agents.registry import Registry
+from termal_tui.notifiers import REGISTRY_FILENAME, registry_path_for
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,

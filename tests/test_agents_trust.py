@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.registry import REGISTRY_FILENAME
 from termal_tui.cli import main
 from termal_tui.cli.common import EXIT_INVALID, EXIT_OK
+from termal_tui.notifiers import REGISTRY_FILENAME
 
 
 def _snapshot(path: Path) -> tuple[str, int, set[str]]:

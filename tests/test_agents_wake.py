@@ -202,3 +202,48 @@ async def test_more_mailboxes_than_one_pass_covers_are_all_woken_promptly(setup)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_wake_ignored_past_the_threshold_is_offered_once_more_and_only_once(setup):
+    """Woken, then ignored: one new wake (recorded as a wake, never a new message, never
+    a new dispatch outcome), and not again while the agent still has not looked."""
+    registry, alice, bob_id, bobs = setup
+    await _send(alice, "m", "k")
+    outcomes = "SELECT COUNT(*), GROUP_CONCAT(dispatch_outcome) FROM mailbox_messages"
+    before = rows(bobs.path, outcomes)
+    pushes: list[UnreadWakeup] = []
+
+    async def push(wake: UnreadWakeup, _prompt: str) -> None:
+        pushes.append(wake)
+
+    watcher = ChannelWatcher(
+        bobs, registry, bob_id, push, interval=0.02, rescan=0.05, reoffer_after=0.15
+    )
+    await _watch(watcher, 0.8)
+    assert [w.sequence for w in pushes] == [1, 1]  # the wake, then one re-offer
+    assert [w.sequence for w in watcher.reoffered] == [1]
+    assert rows(bobs.path, outcomes) == before  # no new row, the outcome untouched
+    assert rows(bobs.path, STATES) == [(1, "deliveredToIdleSession")]
+
+
+async def test_an_engaged_mailbox_is_not_offered_again(setup):
+    registry, alice, bob_id, bobs = setup
+    await _send(alice, "m", "k")
+    pushes: list[UnreadWakeup] = []
+
+    engaging: list[asyncio.Task[None]] = []
+
+    async def push(wake: UnreadWakeup, _prompt: str) -> None:
+        pushes.append(wake)
+
+        async def reads_it() -> None:  # the agent reads the mailbox right after the wake
+            await asyncio.sleep(0.02)
+            await watcher.engaged(wake.mailbox_id, wake.sequence)
+
+        engaging.append(asyncio.create_task(reads_it()))
+
+    watcher = ChannelWatcher(
+        bobs, registry, bob_id, push, interval=0.02, rescan=0.05, reoffer_after=0.1
+    )
+    await _watch(watcher, 0.6)
+    assert [w.sequence for w in pushes] == [1] and watcher.reoffered == []

@@ -96,3 +96,20 @@ def test_doctor_reports_no_notifier_and_exits_1(db_path):
     (finding,) = json.loads(done.stdout)["findings"]
     assert finding["kind"] == "no-notifier" and finding["displayName"] == "bob"
     assert "nothing is listening" in finding["summary"]
+
+
+async def test_a_hook_that_ran_lately_is_a_notifier(db_path, monkeypatch):
+    import io
+
+    from termal_tui.cli import main
+
+    registry, _bob = await _mail_for_bob(db_path)
+    registry.close()
+    monkeypatch.setattr("sys.stdin", io.StringIO("{}"))
+    assert await asyncio.to_thread(
+        main, ["hook", "stop", "--session", "bob", "--db", str(db_path)]
+    ) in (0,)
+    kinds = await _kinds(db_path, later=60.0)  # a minute later: the hook ran recently
+    assert ("no-notifier", "bob") not in kinds
+    kinds = await _kinds(db_path, later=3600.0)  # an hour later: nobody since
+    assert ("no-notifier", "bob") in kinds

@@ -83,6 +83,7 @@ def run_hook(
         # A prompt starts a turn; a new session starts idle (closing a turn an agent
         # that died mid-turn left open).
         me = registry.ensure(session) if register else registry.resolve_own(session)
+        registry.hook_ran(me.id)  # someone is listening (doctor's "no notifier")
         if event in ("prompt", "session-start"):
             registry.set_turn(me.id, event == "prompt")
         return me

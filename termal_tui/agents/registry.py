@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
+from termal_tui.notifiers import channel_alive, registry_path_for
 from termal_tui.sanitize import contains_terminal_escape, visible_line
 from termal_tui.store.errors import (
     ConflictError,
@@ -42,11 +43,8 @@ from termal_tui.store.sqlite import (
     harden_files,
 )
 
-REGISTRY_FILENAME = "termal-tui-sessions.sqlite"
-REGISTRY_VERSION = 2  # 2: projects and session_projects (the board's scopes)
+REGISTRY_VERSION = 3  # 2: projects (the board's scopes); 3: notifier_seen, wake_reoffers
 NAME_MAX_CHARS = 64
-# A channel server heartbeats every second; one missed by this long is gone.
-CHANNEL_STALE_SECONDS = 5.0
 _FORBIDDEN_IN_NAMES = set("/\\?#%")
 
 _SCHEMA = """
@@ -91,8 +89,22 @@ CREATE TABLE IF NOT EXISTS session_projects (
 """
 
 
-def registry_path_for(db_path: Path) -> Path:
-    return db_path.expanduser().with_name(REGISTRY_FILENAME)
+# Version 3: is anyone listening? When each session's hooks last ran (``notifiers.py``
+# reads it, read-only), and the one wake a channel server re-offers for a mailbox whose
+# wake was pushed and then ignored. IF NOT EXISTS, as version 2.
+_SCHEMA += """
+CREATE TABLE IF NOT EXISTS notifier_seen (
+    session_id TEXT PRIMARY KEY,
+    hook_seen_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wake_reoffers (
+    session_id TEXT NOT NULL,
+    mailbox_id TEXT NOT NULL,
+    through INTEGER NOT NULL,
+    offered_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, mailbox_id)
+);
+"""
 
 
 def name_key(name: str) -> str:
@@ -161,8 +173,9 @@ class Session(NamedTuple):
     def channel_connected(self, now: float | None = None) -> bool:
         if self.channel_pid is None or self.channel_seen_at is None:
             return False
-        now = time.time() if now is None else now
-        return now - self.channel_seen_at <= CHANNEL_STALE_SECONDS and _pid_alive(self.channel_pid)
+        return channel_alive(
+            self.channel_pid, self.channel_seen_at, time.time() if now is None else now
+        )
 
     @property
     def status(self) -> str:
@@ -171,16 +184,6 @@ class Session(NamedTuple):
         if self.in_turn:
             return "active"
         return "idle"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _COLUMNS = (
@@ -501,6 +504,40 @@ class Registry:
         """A new agent connection remembers nothing it was woken for."""
         with self._connect(write=True) as db:
             db.execute("DELETE FROM wake_marks WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM wake_reoffers WHERE session_id = ?", (session_id,))
+
+    def ignored_wakes(self, session_id: str, older_than: float) -> list[tuple[str, int]]:
+        """Mailboxes whose pushed wake the agent has not engaged with for ``older_than``
+        seconds, and not re-offered yet at that point: ``(mailbox_id, seen_through)``."""
+        cutoff = format_timestamp(utc_now_ns() - int(older_than * 1e9))
+        with self._connect(write=False) as db:
+            rows = db.execute(
+                "SELECT m.mailbox_id, m.seen_through FROM wake_marks m "
+                "LEFT JOIN wake_reoffers r ON r.session_id = m.session_id "
+                "  AND r.mailbox_id = m.mailbox_id AND r.through >= m.seen_through "
+                "WHERE m.session_id = ? AND m.pending = 1 AND m.updated_at <= ? "
+                "  AND r.session_id IS NULL",
+                (session_id, cutoff),
+            ).fetchall()
+        return [(str(row[0]), int(row[1])) for row in rows]
+
+    def mark_reoffered(self, session_id: str, mailbox_id: str, through: int) -> None:
+        with self._connect(write=True) as db:
+            db.execute(
+                "INSERT INTO wake_reoffers(session_id, mailbox_id, through, offered_at) "
+                "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
+                "through = ?3, offered_at = ?4",
+                (session_id, mailbox_id, through, _now()),
+            )
+
+    def hook_ran(self, session_id: str) -> None:
+        """A hook of this session's agent ran: it has a notifier (``notifiers.py``)."""
+        with self._connect(write=True) as db:
+            db.execute(
+                "INSERT INTO notifier_seen(session_id, hook_seen_at) VALUES(?1, ?2) "
+                "ON CONFLICT(session_id) DO UPDATE SET hook_seen_at = ?2",
+                (session_id, time.time()),
+            )
 
     # ------------------------------------------------------------ projects (board scopes)
     #

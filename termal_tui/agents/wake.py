@@ -125,7 +125,12 @@ class ChannelWatcher:
     interval: float = 0.2
     heartbeat: float = 1.0
     rescan: float = 10.0
+    # A pushed wake the agent has not engaged with for this long is offered once more
+    # (recorded as a wake: rows back to recoveredWake, then delivered; never a new
+    # message, never a change to the dispatch outcome).
+    reoffer_after: float = 900.0
     pushed: list[UnreadWakeup] = field(default_factory=list)
+    reoffered: list[UnreadWakeup] = field(default_factory=list)
     _dirty: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     async def engaged(self, mailbox_id: str, through: int) -> None:
@@ -219,7 +224,40 @@ class ChannelWatcher:
         self.pushed.extend(delivered)
         if not boot and seen_candidates[0] >= NEVER_WOKEN_PASS_CAP:
             self._dirty.set()  # a full pass: more mailboxes may wait beyond the cap
-        return bool(failed)
+        return bool(failed) or await self._reoffer_ignored()
+
+    async def _reoffer_ignored(self) -> bool:
+        """Woken, then ignored: one new wake for each mailbox whose pushed wake went
+        unanswered past ``reoffer_after`` and still has unread mail. True if one could
+        not be written."""
+        ignored = await asyncio.to_thread(
+            self.registry.ignored_wakes, self.session_id, self.reoffer_after
+        )
+        if not ignored:
+            return False
+        waiting = {
+            wake.mailbox_id: wake
+            for wake in await self.writer.wakeups_for_session(self.session_id, boot=True)
+        }
+        failed = False
+        for mailbox_id, _seen in ignored:
+            wake = waiting.get(mailbox_id)
+            if wake is None:
+                continue  # processed meanwhile: nothing to re-offer
+            await self.writer.mark_recovered_through(
+                self.session_id, mailbox_id, wake.sequence, boot=True
+            )
+            try:
+                await self.push(wake, wake_prompt(wake))
+            except (OSError, EOFError, RuntimeError):
+                failed = True  # stays recoveredWake: the next boot pass covers it
+                continue
+            await self.writer.mark_delivered_through(self.session_id, mailbox_id, wake.sequence)
+            await asyncio.to_thread(
+                self.registry.mark_reoffered, self.session_id, mailbox_id, wake.sequence
+            )
+            self.reoffered.append(wake)
+        return failed
 
     @staticmethod
     async def _quietly(work: Awaitable[T]) -> T | None:
