@@ -142,3 +142,12 @@ def test_the_exit_table_is_in_the_readme():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for line in EXIT_TABLE.splitlines()[1:]:
         assert line.strip() in readme, line
+
+
+def test_ci_runs_the_readmes_test_command_verbatim():
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    ci = (root / ".ci" / "run").read_text()
+    command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
+    assert f"\n{command}\n" in readme
+    assert "mypy termal_tui" in command and "pytest -q" in command
