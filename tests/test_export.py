@@ -87,16 +87,14 @@ def test_export_cli_writes_a_file_and_refuses_bad_ranges(tmp_path):
 async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkeypatch):
     import asyncio
 
-    from tests.viewer_support import app_for, demo_copy, settle
+    from tests.viewer_support import app_for, demo_copy, mailbox_between, settle
 
     path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
     monkeypatch.chdir(tmp_path)
     app = app_for(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        for summary in app.summaries:
-            if sorted(p.display_name for p in summary.participants) == ["frontend", "planner"]:
-                app.open_mailbox(summary.id)
+        app.open_mailbox(mailbox_between(app, "frontend", "planner"))
         await settle(app, pilot)
         view = app.active_view()
         view.thread.highlighted = 2  # #4: ANSI colour, cursor moves, a title escape

@@ -164,14 +164,107 @@ async def test_index_cards_carry_a_marker_and_filter_by_participant_as_you_type(
 
 
 async def test_an_empty_database_still_answers_r_and_h(writer, db_path):
-    from tests.viewer_support import app_for, settle
+    from tests.viewer_support import app_for, screen_lines, settle
 
     app = app_for(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        footer = str(app.screen._compositor.render_strips()[-1].text)
+        footer = screen_lines(app)[-1]
         assert "Refresh" in footer and "Health" in footer
         await send(writer, body="first message")
         await pilot.press("r")
         await settle(app, pilot)
         assert len(app.summaries) == 1
+
+
+async def test_the_viewer_s_thresholds_reach_the_index_markers(tmp_path):
+    """--never-woken-after and friends change the index's markers, not only doctor's."""
+    import asyncio
+
+    from tests.viewer_support import app_for, demo_copy, settle, wait_for
+
+    path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
+    markers = {}
+    for name, thresholds in (
+        ("default", None),
+        ("patient", Thresholds(never_woken=1e9, woken_unprocessed=1e9, lagging=1e9)),
+    ):
+        app = app_for(path, thresholds=thresholds)
+        async with app.run_test(size=(80, 24)) as pilot:
+            index = app.query_one("#mailbox-index")
+            await wait_for(lambda index=index: index.problems)
+            await settle(app, pilot)
+            markers[name] = set(index.problems.values())
+    assert markers["default"] > {"gone"}  # the demo has rows waiting past 120 s
+    assert markers["patient"] == {"gone"}  # leaving is never fine
+
+
+async def test_index_cards_are_drawn_before_the_health_markers(tmp_path, monkeypatch):
+    """Without --mailbox the cards come first; the (slower) health pass adds markers."""
+    import asyncio
+
+    from termal_tui import health
+    from tests.viewer_support import app_for, demo_copy, settle, wait_for
+
+    path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
+    started, release = asyncio.Event(), asyncio.Event()
+    original = health.health_report
+
+    async def slow_report(*args, **kwargs):
+        started.set()
+        await release.wait()
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(health, "health_report", slow_report)
+    from termal_tui.tui.widgets import index as index_module
+
+    monkeypatch.setattr(index_module, "health_report", slow_report, raising=False)
+    app = app_for(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        index = app.query_one("#mailbox-index")
+        cards = index.query_one("#cards")
+        await wait_for(lambda: started.is_set())
+        await wait_for(lambda: cards.option_count == 6)  # while health is still running
+        assert not any(str(o.prompt).startswith("⚠") for o in cards.options)
+        release.set()
+        await wait_for(lambda: index.problems)
+        await settle(app, pilot)
+        assert any(str(o.prompt).startswith("⚠") for o in cards.options)
+
+
+async def test_the_health_view_posts_typed_results_and_fails_into_one_stale_state(
+    tmp_path, monkeypatch
+):
+    import asyncio
+
+    from termal_tui.store.errors import StoreError
+    from tests.viewer_support import app_for, demo_copy, settle
+
+    path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
+    for error, shown in (
+        (StoreError("the disk went away"), "● Stale the disk went away"),
+        (RuntimeError("boom"), "● Stale unexpected error: RuntimeError: boom"),
+    ):
+        posted: list[str] = []
+        app = app_for(path)
+        async with app.run_test(
+            size=(80, 24), message_hook=lambda m, posted=posted: posted.append(type(m).__name__)
+        ) as pilot:
+            await settle(app, pilot)
+            await pilot.press("h")
+            await settle(app, pilot)
+            screen = app.screen
+            assert "HealthLoaded" in posted and screen.report is not None
+            found = len(screen.report.findings)
+
+            async def broken(*args, _error=error, **kwargs):
+                raise _error
+
+            monkeypatch.setattr(app.reader, "query", broken)
+            posted.clear()
+            await pilot.press("r")
+            await settle(app, pilot)
+            assert "ReadFailed" in posted and "HealthLoaded" not in posted
+            assert str(screen.query_one("#health-status").render()) == shown
+            assert screen.query_one("#findings").option_count == found  # kept
+            monkeypatch.undo()

@@ -28,7 +28,7 @@ from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.render import card, message_row, participants_bar
 from termal_tui.tui.screens.body import BodyScreen
 from tests.helpers import StepClock, counter_ids, execute, send
-from tests.viewer_support import app_for, settle
+from tests.viewer_support import app_for, screen_text, settle, wait_for
 
 # Writes the clipboard (OSC 52), plants a link (OSC 8), resets the terminal (ESC c),
 # CSI through C1, bidi, invisible and tag characters, and markup.
@@ -184,11 +184,6 @@ async def _hostile_database(path: Path) -> None:
     db.close()
 
 
-def _screen_text(app: MailboxApp) -> str:
-    strips = app.screen._compositor.render_strips()
-    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
-
-
 async def test_every_screen_of_a_hostile_database_renders_no_control_characters(tmp_path):
     path = tmp_path / "state" / "coordination.sqlite"
     path.parent.mkdir()
@@ -197,7 +192,7 @@ async def test_every_screen_of_a_hostile_database_renders_no_control_characters(
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         assert len(app.summaries) == 2
-        seen = [_screen_text(app)]
+        seen = [screen_text(app)]
         for summary in list(app.summaries):
             app.open_mailbox(summary.id)
             await settle(app, pilot)
@@ -206,20 +201,20 @@ async def test_every_screen_of_a_hostile_database_renders_no_control_characters(
             for message in view.messages:
                 view.toggle(message.id)
             await pilot.pause()
-            seen.append(_screen_text(app))
+            seen.append(screen_text(app))
             thread = view.query_one("#thread", OptionList)
             thread.highlighted = thread.get_option_index(view.messages[0].id)
             await pilot.press("f")
             await pilot.pause()
             assert isinstance(app.screen, BodyScreen)
-            seen.append(_screen_text(app))
+            seen.append(screen_text(app))
             await pilot.press("escape")
             await pilot.pause()
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"open")
-        await pilot.pause(0.3)
-        seen.append(_screen_text(app))
+        await wait_for(lambda: "Open mailbox" in screen_text(app))  # the palette's hits
+        seen.append(screen_text(app))
         assert app.is_running  # [@click=app.quit] never became an action
     for index, text in enumerate(seen):
         assert_inert(text, index)
@@ -319,7 +314,7 @@ async def test_the_viewer_shows_every_healthy_mailbox_and_marks_the_bad_row(tmp_
         assert len(app.summaries) == 2
         app.open_mailbox(broken)
         await settle(app, pilot)
-        text = _screen_text(app)
+        text = screen_text(app)
         assert "⚠ unreadable row #1" in text and "is not an integer" in text
         assert "Caro\\xffl" in text
         assert_inert(text)
@@ -432,12 +427,15 @@ async def test_the_viewer_started_on_a_locked_file_is_stale_then_recovers(tmp_pa
     lock = _locked(path)
     app = app_for(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.2)
-        status = str(app.query_one("#index-status").render())
-        assert "Stale" in status and "is busy" in status and "retrying" in status
+
+        def status() -> str:
+            return str(app.query_one("#index-status").render())
+
+        await wait_for(lambda: "Stale" in status())
+        assert "is busy" in status() and "retrying" in status()
         lock.rollback()
         lock.close()
-        await pilot.pause(0.8)  # the retry timer, not a key press
+        await wait_for(lambda: len(app.summaries) == 2)  # the retry timer, not a key press
         await settle(app, pilot)
         assert len(app.summaries) == 2
         assert "Paused" in str(app.query_one("#index-status").render())
@@ -455,14 +453,15 @@ async def test_a_tab_opened_while_locked_loads_by_itself_when_the_lock_goes(tmp_
         lock = _locked(path)
         try:
             app.open_mailbox(mailbox)
-            await pilot.pause(0.1)
             await settle(app, pilot)
             view = app.active_view()
-            assert view is not None and view.summary is None and not view.live
+            assert view is not None
+            await wait_for(lambda: view.query_one("ThreadHeader").state == "stale")
+            assert view.summary is None and not view.live
         finally:
             lock.rollback()
             lock.close()
-        await pilot.pause(0.8)  # the view's own poll timer
+        await wait_for(lambda: view.live)  # the view's own poll timer, not a key press
         await settle(app, pilot)
         assert view.live and view.summary is not None and len(view.messages) == 3
 

@@ -1,15 +1,17 @@
-"""``/`` search in a tab: hit (enter jumps), no hit, streamed progress, cancel."""
+"""``/`` search in a tab: hit (enter jumps), no hit, streamed progress, cancel, failure."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual.widgets import Input
 
+from termal_tui.store.errors import StoreError
 from termal_tui.tui.screens import search as search_module
 from termal_tui.tui.screens.search import SearchScreen
 from tests.test_viewer_live import _big_mailbox
-from tests.viewer_support import app_for, settle
+from tests.viewer_support import app_for, settle, wait_for
 
 
 async def _open(tmp_path, count: int = 20_000):
@@ -57,23 +59,64 @@ async def test_no_hit_says_so(tmp_path):
         )
 
 
+def _status(screen: SearchScreen) -> str:
+    return str(screen.query_one("#search-status").render())
+
+
 async def test_escape_cancels_a_running_scan(tmp_path, monkeypatch):
     monkeypatch.setattr(search_module, "SCAN_STEP", 100)  # 200 steps
-    app = await _open(tmp_path)
+    app = await _open(tmp_path, 3_000)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         original = app.reader.search_chunk
+        steps: list[int | None] = []
+        stuck = asyncio.Event()  # a disk that stops answering after two steps
 
-        async def slow(*args, **kwargs):  # a slow disk: each step takes a while
-            await asyncio.sleep(0.02)
+        async def slow(*args, **kwargs):
+            steps.append(args[2])
+            if len(steps) > 2:
+                await stuck.wait()
             return await original(*args, **kwargs)
 
         monkeypatch.setattr(app.reader, "search_chunk", slow)
         screen = await _search(app, pilot, "nothing matches this")
-        await pilot.pause(0.05)
-        assert "searching" in str(screen.query_one("#search-status").render())
+        await wait_for(lambda: "searching" in _status(screen) and len(steps) > 2)
         workers = list(screen.workers)
         await pilot.press("escape")
         await settle(app, pilot)
         assert app.screen is not screen and not screen.done
         assert all(worker.is_cancelled or worker.is_finished for worker in workers)
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (StoreError("the disk went away"), "the disk went away"),
+        (RuntimeError("boom"), "unexpected error: RuntimeError: boom"),
+    ],
+)
+async def test_a_failing_step_shows_one_failed_state_and_keeps_what_was_found(
+    tmp_path, monkeypatch, error, shown
+):
+    monkeypatch.setattr(search_module, "SCAN_STEP", 1_000)
+    app = await _open(tmp_path, 3_000)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        original = app.reader.search_chunk
+        steps: list[int | None] = []
+
+        async def failing(*args, **kwargs):
+            steps.append(args[2])
+            if len(steps) == 2:
+                raise error
+            return await original(*args, **kwargs)
+
+        monkeypatch.setattr(app.reader, "search_chunk", failing)
+        screen = await _search(app, pilot, "ROW 2999.")  # in the first step
+        await settle(app, pilot)
+        status = _status(screen)
+        assert status.startswith("● Search failed") and shown in status
+        assert screen.failed and not screen.done
+        assert "1 found before it failed" in status
+        assert [m.sequence for m in screen.matches] == [2999]
+        assert app.is_running

@@ -1,4 +1,5 @@
-"""SVG snapshots at 80x24 and 120x40 with a fixed clock, TZ and demo database."""
+"""SVG snapshots at 80x24 and 120x40 with a fixed clock, TZ and demo database (built in
+this run's own temporary directory, so parallel runs never share a file)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,17 @@ import asyncio
 import pytest
 
 from termal_tui.store.writer import open_writer
-from tests.viewer_support import SNAPSHOT_ROOT, app_for, demo_copy, settle
+from tests.viewer_support import app_for, demo_copy, mailbox_between, settle
 
 
 @pytest.fixture(scope="module")
-def snapshot_db():
-    return demo_copy(SNAPSHOT_ROOT / "demo")
+def snapshot_db(tmp_path_factory):
+    return demo_copy(tmp_path_factory.mktemp("snapshot-demo"))
 
 
 @pytest.fixture(scope="module")
-def empty_db():
-    directory = SNAPSHOT_ROOT / "empty"
-    if directory.exists():
-        import shutil
-
-        shutil.rmtree(directory)
-    path = directory / "coordination.sqlite"
+def empty_db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("snapshot-empty") / "coordination.sqlite"
 
     async def create() -> None:
         async with open_writer(path):
@@ -40,9 +36,7 @@ def _open(*names: str, expand: int | None = None, older: int = 0, jump: int | No
     async def run_before(pilot) -> None:
         app = pilot.app
         await _settle(pilot)
-        for summary in app.summaries:
-            if sorted(p.display_name for p in summary.participants) == sorted(names):
-                app.open_mailbox(summary.id)
+        app.open_mailbox(mailbox_between(app, *names))
         await _settle(pilot)
         view = app.active_view()
         for _ in range(older):
@@ -53,7 +47,7 @@ def _open(*names: str, expand: int | None = None, older: int = 0, jump: int | No
             thread.highlighted = thread.get_option_index(view.messages[expand].id)
             await pilot.press("enter")
         if jump is not None:
-            app.jump_to(jump)
+            view.jump_to(jump)
         await _settle(pilot)
 
     return run_before

@@ -3,7 +3,6 @@ read-only proof and hostile content."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from termal_tui.store.errors import StoreError
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from tests.helpers import cursors, digest
-from tests.viewer_support import app_for, demo_copy, settle
+from tests.viewer_support import app_for, demo_copy, mailbox_between, settle, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +27,6 @@ def demo_db(tmp_path_factory) -> Path:
 @pytest.fixture
 def fresh_demo(tmp_path) -> Path:
     return demo_copy(tmp_path / "fresh")
-
-
-def mailbox_id_for(app: MailboxApp, *names: str) -> str:
-    for summary in app.summaries:
-        if sorted(p.display_name for p in summary.participants) == sorted(names):
-            return summary.id
-    raise AssertionError(names)
 
 
 def thread(view: MailboxView) -> OptionList:
@@ -52,7 +44,7 @@ def prompts(view: MailboxView) -> list[str]:
 
 
 async def open_view(app: MailboxApp, pilot, *names: str) -> MailboxView:
-    app.open_mailbox(mailbox_id_for(app, *names))
+    app.open_mailbox(mailbox_between(app, *names))
     await settle(app, pilot)
     view = app.active_view()
     assert view is not None
@@ -252,7 +244,7 @@ async def test_jump_loads_older_pages_and_highlights_the_row(demo_db):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         view = await open_view(app, pilot, "planner", "backend")
-        app.jump_to(7)
+        view.jump_to(7)
         await settle(app, pilot)
         highlighted = thread(view).highlighted_option
         assert highlighted is not None and view.message_by_id(highlighted.id).sequence == 7
@@ -264,12 +256,41 @@ async def test_command_palette_offers_jump_and_open(demo_db):
     app = app_for(demo_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        await open_view(app, pilot, "planner", "backend")
+        view = await open_view(app, pilot, "planner", "backend")
         provider = MailboxCommands(app.screen)
         hits = [hit async for hit in provider.search("#12")]
         assert str(hits[0].text) == "Jump to #12 in the current mailbox"
         names = [str(hit.text) async for hit in provider.search("docs")]
         assert any("planner ⇄ docs" in name for name in names)
+        hits[0].command()  # the view's own jump
+        await settle(app, pilot)
+        assert view.highlighted_message().sequence == 12
+
+
+async def _palette(provider) -> list[str]:
+    return [str(hit.text) async for hit in provider.discover()]
+
+
+async def test_the_palette_offers_a_tabs_commands_only_while_a_tab_is_active(demo_db):
+    from termal_tui.tui.commands import MailboxCommands
+
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        provider = MailboxCommands(app.screen)
+        on_the_index = await _palette(provider)
+        assert "Refresh now" in on_the_index and "Delivery health" in on_the_index
+        assert "Load older messages" not in on_the_index
+        assert "Show new messages" not in on_the_index
+        assert [hit async for hit in provider.search("#12")] == []  # no tab: no jump
+        view = await open_view(app, pilot, "planner", "backend")
+        in_a_tab = await _palette(provider)
+        assert "Load older messages" in in_a_tab
+        assert "Show new messages" not in in_a_tab  # nothing announced
+        (older,) = [h async for h in provider.discover() if str(h.text).startswith("Load")]
+        older.command()
+        await settle(app, pilot)
+        assert len(view.messages) == 100
 
 
 async def test_empty_database_shows_a_helpful_empty_state(tmp_path):
@@ -291,7 +312,7 @@ async def test_a_whole_session_never_changes_the_database(fresh_demo):
             app.open_mailbox(summary.id)
             await settle(app, pilot)
             view = app.active_view()
-            for _ in range(4):
+            while view.has_older:  # down to the first message (not four fixed presses)
                 await pilot.press("o")
                 await settle(app, pilot)
             for index in range(min(3, len(view.messages))):
@@ -321,16 +342,15 @@ asyncio.run(main(sys.argv[1]))
 async def test_viewer_changes_no_cursor_while_another_process_appends(fresh_demo):
     before_cursors = cursors(fresh_demo)
     proc = subprocess.Popen([sys.executable, "-c", WRITER_LOOP, str(fresh_demo)])
-    app = app_for(fresh_demo)
+    app = app_for(fresh_demo, poll_interval=0.05)  # its own polls read while the other writes
     async with app.run_test(size=(120, 40)) as pilot:
-        while proc.poll() is None:
-            await pilot.press("r")
-            await settle(app, pilot)
-            if app.summaries:
-                app.open_mailbox(app.summaries[0].id)
-            await asyncio.sleep(0.05)
-        await pilot.press("r")
-        await settle(app, pilot)
+        await wait_for(lambda: app.summaries)
+        await settle(app, pilot)  # the cards have the keys (a focus moves tabs)
+        view = await open_view(app, pilot, "planner", "backend")
+        await wait_for(lambda: proc.poll() is not None, timeout=60)
+        assert view.live
+        app.action_show_index()
+        await wait_for(lambda: any("late" in str(s.participants) for s in app.summaries))
     assert proc.returncode == 0
     after = [row for row in cursors(fresh_demo) if row[1] not in {"session-8", "session-9"}]
     assert after == before_cursors
@@ -383,3 +403,27 @@ def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
         assert len(result.stderr.strip().splitlines()) == 1
     assert _cli("--version").stdout.strip() == "termal-tui 0.1.0"
     assert _cli("--interval", "-3").returncode == 2
+
+
+LAZY = (
+    "termal_tui.health",
+    "termal_tui.export",
+    "termal_tui.thread",
+    "termal_tui.tui.commands",
+    "termal_tui.tui.widgets.mailbox_view",
+    "termal_tui.tui.screens.help",
+    "termal_tui.tui.screens.health",
+    "termal_tui.tui.screens.search",
+    "termal_tui.tui.screens.body",
+)
+
+
+def test_starting_the_viewer_imports_only_what_the_first_screen_needs():
+    """Health, export, the thread model and view, the palette's provider and every
+    screen are imported where they are used, not at start-up."""
+    code = (
+        f"import sys, termal_tui.tui.app\nprint(sorted(m for m in {LAZY!r} if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

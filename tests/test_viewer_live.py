@@ -1,5 +1,6 @@
-"""The viewer as a live monitor: tabs and the index poll by themselves, deep jumps,
-bounded refreshes, cheap idle polls, per-context footers, dim processed rows, 80x24."""
+"""The viewer as a live monitor: tabs and the index poll by themselves (and only while
+shown), deep jumps, bounded refreshes, cheap idle polls, per-context footers, dim
+processed rows, 80x24. Polling tests wait the timer out (``wait_for``), never press r."""
 
 from __future__ import annotations
 
@@ -8,16 +9,25 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.geometry import Region
 from textual.widgets import TabbedContent
 
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp
+from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.tui.widgets.thread_list import ThreadList
-from tests.viewer_support import app_for, demo_copy, settle
+from tests.viewer_support import (
+    app_for,
+    demo_copy,
+    mailbox_between,
+    screen_lines,
+    screen_text,
+    settle,
+    wait_for,
+)
 
-INTERVAL = 0.3
-WAIT = 0.9  # three ticks: the tests wait the timer out, they never press r
+INTERVAL = 0.2
 
 
 @pytest.fixture
@@ -27,13 +37,6 @@ def demo(tmp_path) -> Path:
 
 def live_app(path: Path, **kwargs: object) -> MailboxApp:
     return app_for(path, poll_interval=INTERVAL, **kwargs)
-
-
-def mailbox_of(app: MailboxApp, *names: str) -> str:
-    for summary in app.summaries:
-        if sorted(p.display_name for p in summary.participants) == sorted(names):
-            return summary.id
-    raise AssertionError(names)
 
 
 async def append(path: Path, body: str, sender: str = "session-2", target: str = "session-1"):
@@ -52,16 +55,11 @@ async def append(path: Path, body: str, sender: str = "session-2", target: str =
 async def open_tab(app: MailboxApp, pilot: object, *names: str) -> MailboxView:
     """Start-up settled, then the tab of the mailbox between ``names``, settled."""
     await settle(app, pilot)
-    app.open_mailbox(mailbox_of(app, *names))
+    app.open_mailbox(mailbox_between(app, *names))
     await settle(app, pilot)
     view = app.active_view()
     assert view is not None
     return view
-
-
-def screen_text(app: MailboxApp) -> str:
-    strips = app.screen._compositor.render_strips()
-    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
 
 
 # ------------------------------------------------------------------ live polls
@@ -72,7 +70,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
     probe = live_app(demo)
     async with probe.run_test(size=(120, 40)) as pilot:
         await settle(probe, pilot)
-        target = mailbox_of(probe, "planner", "backend")
+        target = mailbox_between(probe, "planner", "backend")
     app = live_app(demo, mailbox_id=target) if opened == "with --mailbox" else live_app(demo)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
@@ -86,7 +84,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         assert view is not None and view.mailbox_id == target
         assert view.messages[0].sequence == 140
         await append(demo, "arrives while watching")
-        await pilot.pause(WAIT)
+        await wait_for(lambda: view.messages[0].sequence == 141)  # the timer's tick
         await settle(app, pilot)
         assert view.messages[0].sequence == 141  # at the top: shown at once
         assert view.query_one(ThreadHeader).state == "live"
@@ -99,7 +97,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
             ]
             cursor = summary.participant("session-2").processed_through
             await writer.acknowledge("session-2", target, cursor, receipt.sequence)
-        await pilot.pause(WAIT)
+        await wait_for(lambda: view.messages[0].sequence == 142)
         await settle(app, pilot)
         assert view.messages[0].sequence == 142 and not view.pending
         assert view.thread.highlighted == 0
@@ -107,7 +105,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         view.thread.highlighted = 6
         await pilot.pause()
         await append(demo, "second while reading")
-        await pilot.pause(WAIT)
+        await wait_for(lambda: view.pending)
         await settle(app, pilot)
         assert [m.sequence for m in view.pending] == [143] and view.thread.highlighted == 6
         assert "▲ 1 new message above — press n to show" in screen_text(app)
@@ -119,7 +117,7 @@ async def test_the_index_polls_by_itself(demo):
         await settle(app, pilot)
         assert len(app.summaries) == 6
         await append(demo, "a new pair", sender="session-3", target="session-6")
-        await pilot.pause(WAIT)
+        await wait_for(lambda: len(app.summaries) == 7)
         await settle(app, pilot)
         assert len(app.summaries) == 7
         assert app.summaries[0].latest_message_preview == "a new pair"
@@ -131,7 +129,7 @@ async def test_an_idle_poll_reads_only_the_change_token(demo, monkeypatch):
         view = await open_tab(app, pilot, "planner", "backend")
         assert view is not None
         calls: list[str] = []
-        for name in ("get_head", "read_range", "list_mailboxes", "get_mailbox"):
+        for name in ("change_token", "get_head", "read_range", "list_mailboxes", "get_mailbox"):
             original = getattr(app.reader, name)
 
             def spy(*args, _name=name, _original=original, **kwargs):
@@ -146,12 +144,15 @@ async def test_an_idle_poll_reads_only_the_change_token(demo, monkeypatch):
             "replace_rows",
             lambda self, prompts: (replaced.append(set(prompts)), original_replace(self, prompts)),
         )
-        await pilot.pause(WAIT)
+        await wait_for(lambda: calls.count("change_token") >= 3)
         await settle(app, pilot)
-        assert calls == []  # three idle ticks: no count, no rows, no summary
+        # three idle ticks: the change token only (no count, no rows, no summary)
+        assert set(calls) == {"change_token"}
         async with open_writer(demo) as writer:  # backend processes two more rows
             await writer.acknowledge("session-2", view.mailbox_id, 96, 98)
-        await pilot.pause(WAIT)
+        await wait_for(lambda: "get_head" in calls)
+        ticks = calls.count("change_token")
+        await wait_for(lambda: calls.count("change_token") >= ticks + 2)  # and idle again
         await settle(app, pilot)
         assert calls.count("get_head") == 1 and "list_mailboxes" not in calls
         changed = set().union(*replaced)
@@ -166,8 +167,10 @@ async def test_refresh_with_nothing_loaded_reads_the_first_page_again(demo, monk
         await settle(app, pilot)
         original = app.reader.read_page
         locked = {"now": True}
+        attempts: list[bool] = []
 
         async def flaky(*args, **kwargs):
+            attempts.append(locked["now"])
             if locked["now"]:
                 from termal_tui.store.errors import RetryableError
 
@@ -175,15 +178,15 @@ async def test_refresh_with_nothing_loaded_reads_the_first_page_again(demo, monk
             return await original(*args, **kwargs)
 
         monkeypatch.setattr(app.reader, "read_page", flaky)
-        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        app.open_mailbox(mailbox_between(app, "planner", "backend"))
         await settle(app, pilot)
         view = app.active_view()
-        await pilot.pause(WAIT)  # polls while still failing: stays empty and Stale
+        await wait_for(lambda: len(attempts) >= 3)  # polls while still failing
         await settle(app, pilot)
-        assert view is not None and view.summary is None
+        assert view is not None and view.summary is None  # stays empty and Stale
         assert view.query_one(ThreadHeader).state == "stale"
         locked["now"] = False
-        await pilot.pause(WAIT)
+        await wait_for(lambda: view.summary is not None)  # the next tick, no key
         await settle(app, pilot)
         assert len(view.messages) == 50  # the first page, not every row after #0
         assert view.query_one(ThreadHeader).state == "live"
@@ -205,7 +208,8 @@ async def test_a_refresh_brings_at_most_a_bounded_number_of_rows(demo):
                     body=f"burst {n}",
                     idempotency_key=f"burst-{n}",
                 )
-        await pilot.pause(WAIT)
+        # Ticks may fall inside the burst: wait until the cap is reached, by time.
+        await wait_for(lambda: len(view.pending) >= 1_000)
         await settle(app, pilot)
         assert len(view.pending) == 1_000 and view.model.pending_more
         assert "1,000+ new messages above" in screen_text(app)
@@ -264,7 +268,7 @@ async def test_a_deep_jump_reads_a_window_and_marks_the_gap(tmp_path):
         await settle(app, pilot)
         view = app.active_view()
         assert view is not None and len(view.messages) == 50
-        app.jump_to(5_000)
+        app.active_view().jump_to(5_000)
         await settle(app, pilot)
         message = view.highlighted_message()
         assert message is not None and message.sequence == 5_000
@@ -285,7 +289,7 @@ async def test_a_deep_jump_reads_a_window_and_marks_the_gap(tmp_path):
         await settle(app, pilot)
         assert len(view.messages) == 151
         assert [m.sequence for m in view.messages[50:52]] == [19_950, 19_949]
-        app.jump_to(19_999)  # loaded already: selected at once
+        app.active_view().jump_to(19_999)  # loaded already: selected at once
         await settle(app, pilot)
         assert view.highlighted_message().sequence == 19_999
 
@@ -294,10 +298,10 @@ async def test_jumping_to_a_hidden_or_missing_row_says_which(demo):
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_tab(app, pilot, "planner", "review-child")
-        app.jump_to(2)  # the structured review result: hidden in the human view
+        app.active_view().jump_to(2)  # the structured review result: hidden in the human view
         await settle(app, pilot)
         assert any("control-plane row" in n.message for n in app._notifications)
-        app.jump_to(999)
+        app.active_view().jump_to(999)
         await settle(app, pilot)
         assert any("There is no message #999" in n.message for n in app._notifications)
 
@@ -329,7 +333,7 @@ async def test_paused_and_a_tab_opened_by_id_is_titled_with_names(demo):
     probe = app_for(demo)
     async with probe.run_test(size=(120, 40)) as pilot:
         await settle(probe, pilot)
-        target = mailbox_of(probe, "planner", "docs")
+        target = mailbox_between(probe, "planner", "docs")
     app = app_for(demo, mailbox_id=target)  # interval 0
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
@@ -347,13 +351,13 @@ async def test_the_footer_offers_what_applies_where_you_are(demo):
     app = app_for(demo)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        footer = screen_text(app).splitlines()[-1]
+        footer = screen_lines(app)[-1]
         assert "Open" in footer and "Refresh" in footer
         for absent in ("Older", "Body", "Close", "Expand"):
             assert absent not in footer
-        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        app.open_mailbox(mailbox_between(app, "planner", "backend"))
         await settle(app, pilot)
-        footer = screen_text(app).splitlines()[-1]
+        footer = screen_lines(app)[-1]
         for present in ("Expand", "Older", "Body", "Close", "[ ] Tabs", "Index"):
             assert present in footer, present
         assert "New" not in footer  # nothing pending
@@ -368,7 +372,7 @@ async def test_80x24_fits_the_index_and_a_tab_header(demo):
         shown = sum(1 for s in app.summaries if s.id.removeprefix("mailbox-")[:8] in text)
         assert shown >= 5
         assert "read-only" in text.splitlines()[0]
-        app.open_mailbox(mailbox_of(app, "planner", "backend"))
+        app.open_mailbox(mailbox_between(app, "planner", "backend"))
         await settle(app, pilot)
         header = next(line for line in screen_text(app).splitlines() if "Paused" in line)
         assert "12:00:00" in header and "50 of latest #140 loaded" in header
@@ -383,7 +387,9 @@ async def test_processed_rows_are_dimmer_than_unread_rows(demo):
 
         def sender_brightness(marker: str) -> float:
             """Luminance of the sender name on the first non-highlighted row with ``marker``."""
-            for strip in app.screen._compositor.render_strips()[8:]:
+            thread = view.thread
+            width, height = thread.size
+            for strip in thread.render_lines(Region(0, 0, width, height)):
                 segments = list(strip)
                 text = "".join(segment.text for segment in segments)
                 if marker not in text or "▸" not in text:
@@ -393,7 +399,9 @@ async def test_processed_rows_are_dimmer_than_unread_rows(demo):
                 return 0.2126 * r + 0.7152 * g + 0.0722 * b
             raise AssertionError(marker)
 
-        app.jump_to(120)  # processed rows (backend → planner, planner at 120) on screen
+        app.active_view().jump_to(
+            120
+        )  # processed rows (backend → planner, planner at 120) on screen
         await settle(app, pilot)
         assert sender_brightness("✓ Processed") < sender_brightness("● Unread") - 40
 
@@ -416,7 +424,7 @@ async def test_with_mailbox_the_first_page_is_read_before_any_count(demo, monkey
     probe = app_for(demo)
     async with probe.run_test(size=(120, 40)) as pilot:
         await settle(probe, pilot)
-        target = mailbox_of(probe, "planner", "backend")
+        target = mailbox_between(probe, "planner", "backend")
     order: list[str] = []
     from termal_tui.store.reader import MailboxReader
 
@@ -434,3 +442,115 @@ async def test_with_mailbox_the_first_page_is_read_before_any_count(demo, monkey
         assert len(app.active_view().messages) == 50 and len(app.summaries) == 6
     assert order.index("read_page") < order.index("list_mailboxes")
     assert "get_mailbox" not in order  # the CLI-style count never runs for a tab
+
+
+# ------------------------------------------------------- timers follow visibility
+
+
+async def test_hidden_tabs_and_a_hidden_index_do_not_tick(demo, monkeypatch):
+    """Each widget pauses its own timer when hidden and resumes it when shown; coming
+    back to a tab refreshes it at once."""
+    ticks: list[str] = []
+    view_poll, index_poll = MailboxView.poll, MailboxIndex.poll
+
+    def view_tick(self: MailboxView) -> None:
+        ticks.append(self.mailbox_id)
+        view_poll(self)
+
+    def index_tick(self: MailboxIndex) -> None:
+        ticks.append("index")
+        index_poll(self)
+
+    monkeypatch.setattr(MailboxView, "poll", view_tick)
+    monkeypatch.setattr(MailboxIndex, "poll", index_tick)
+    app = live_app(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(lambda: "index" in ticks)  # the index ticks while it is shown
+        first = await open_tab(app, pilot, "planner", "backend")
+        second = await open_tab(app, pilot, "planner", "docs")
+        ticks.clear()
+        await wait_for(lambda: ticks.count(second.mailbox_id) >= 3)
+        assert first.mailbox_id not in ticks and "index" not in ticks
+        app.query_one(TabbedContent).active = first.parent.id  # back to the first tab
+        await wait_for(lambda: first.mailbox_id in ticks)  # refreshed at once
+        await settle(app, pilot)
+        assert first.live
+        ticks.clear()
+        await wait_for(lambda: ticks.count(first.mailbox_id) >= 2)
+        assert second.mailbox_id not in ticks and "index" not in ticks
+
+
+async def test_a_tab_activated_before_its_view_is_built_still_gets_the_keys(demo, monkeypatch):
+    """TabActivated can arrive before the view has composed its children (fast
+    start-up): the view focuses its thread once it has one, instead of NoMatches."""
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = await open_tab(app, pilot, "planner", "backend")
+        pane = view.parent.id
+        app.action_show_index()
+        await settle(app, pilot)
+        unbuilt = MailboxView(view.mailbox_id, app.reader, clock=view.clock)
+        monkeypatch.setattr(app, "active_view", lambda: unbuilt)
+        app.query_one(TabbedContent).active = pane
+        await settle(app, pilot)
+        assert app.is_running
+        monkeypatch.undo()
+        await view.mount(unbuilt)  # built now: its thread takes the keys
+        await settle(app, pilot)
+        assert app.focused is unbuilt.thread
+
+
+# ----------------------------------------------------------------- start-up
+
+
+@pytest.mark.parametrize("opened", ["from the index", "with --mailbox"])
+async def test_the_first_page_is_rendered_once_at_the_real_width(demo, monkeypatch, opened):
+    from termal_tui.tui.widgets import mailbox_view
+
+    widths: list[int] = []
+    original = mailbox_view.message_row
+
+    def spy(*args, **kwargs):
+        widths.append(kwargs["width"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(mailbox_view, "message_row", spy)
+    target = None
+    if opened == "with --mailbox":
+        probe = app_for(demo)
+        async with probe.run_test(size=(120, 40)) as pilot:
+            await settle(probe, pilot)
+            target = mailbox_between(probe, "planner", "backend")
+    app = app_for(demo, mailbox_id=target)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        if target is None:
+            widths.clear()
+            await open_tab(app, pilot, "planner", "backend")
+        view = app.active_view()
+        assert view is not None and len(view.messages) == 50
+        real = view.thread.size.width - 5
+        assert real > 20
+        assert widths and set(widths) == {real}, sorted(set(widths))
+        assert len(widths) == 50  # each row of the first page, once
+
+
+async def test_the_index_is_drawn_before_it_reads(demo, monkeypatch):
+    """The first frame (the index saying "Loading mailboxes…") comes before the first
+    list of summaries is read."""
+    from termal_tui.store.reader import MailboxReader
+
+    laid_out: list[bool] = []
+    original = MailboxReader.list_mailboxes
+
+    async def spy(self, *args, **kwargs):
+        (index,) = list(app.query(MailboxIndex)) or [None]
+        laid_out.append(index is not None and index.size.width > 0)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(MailboxReader, "list_mailboxes", spy)
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert len(app.summaries) == 6
+    assert laid_out and laid_out[0]

@@ -1,32 +1,59 @@
-"""Deterministic demo databases and app factories for viewer tests and snapshots."""
+"""Deterministic demo databases, app factories and the waits shared by the viewer tests.
+
+- :func:`settle` waits until no worker runs and no message is pending;
+- :func:`wait_for` waits until a condition holds (a timer's tick, a lock released),
+  at most ``timeout`` seconds: time is waited out, never replaced by a key press;
+- :func:`mailbox_between` finds a mailbox by its participants' names;
+- :func:`screen_text` reads what the screen shows through public API only.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import html
+import os
+import re
 import shutil
+import tempfile
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+
+from rich.cells import cell_len
 
 from termal_tui.demo import build_demo
 from termal_tui.tui.app import MailboxApp, make_app
 
 FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-SNAPSHOT_ROOT = Path("/tmp/termal-tui-snapshots")
+WAIT_STEP = 0.02
+# For bench/screenshots.py only (the tests use pytest's per-run tmp_path): a root of this
+# process's own, removed when it exits, so parallel runs never share a database.
+SNAPSHOT_ROOT = Path(tempfile.gettempdir()) / f"termal-tui-snapshots-{os.getpid()}"
+atexit.register(shutil.rmtree, SNAPSHOT_ROOT, True)
 
 
 def fixed_clock() -> datetime:
     return FIXED_NOW
 
 
+_DEMO_TEMPLATE: list[Path] = []  # built once per test process, then copied
+
+
 def demo_copy(directory: Path) -> Path:
-    """A fresh demo database at ``directory/coordination.sqlite``."""
+    """A fresh demo database at ``directory/coordination.sqlite`` (a copy of one demo
+    built through the writer once per run, in that run's own temporary directory)."""
+    if not _DEMO_TEMPLATE:
+        root = Path(tempfile.mkdtemp(prefix="termal-tui-demo-"))
+        atexit.register(shutil.rmtree, root, True)
+        asyncio.run(build_demo(root / "coordination.sqlite"))
+        _DEMO_TEMPLATE.append(root)
     if directory.exists():
         shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    path = directory / "coordination.sqlite"
-    asyncio.run(build_demo(path))
-    return path
+    shutil.copytree(_DEMO_TEMPLATE[0], directory)
+    return directory / "coordination.sqlite"
 
 
 def app_for(path: Path, **kwargs: object) -> MailboxApp:
@@ -41,8 +68,16 @@ def without_animation(app: MailboxApp) -> MailboxApp:
     return app
 
 
+def mailbox_between(app: MailboxApp, *names: str) -> str:
+    """The id of the mailbox whose participants are exactly ``names`` (any order)."""
+    for summary in app.summaries:
+        if sorted(p.display_name for p in summary.participants) == sorted(names):
+            return summary.id
+    raise AssertionError(f"no mailbox between {names}")
+
+
 async def settle(app: MailboxApp, pilot: object) -> None:
-    """The one wait helper: until no worker runs and no message is pending.
+    """Until no worker runs and no message is pending.
 
     A worker that failed is the app's business (it shows Stale); waiting goes on.
     """
@@ -52,3 +87,41 @@ async def settle(app: MailboxApp, pilot: object) -> None:
         with contextlib.suppress(WorkerFailed):
             await app.workers.wait_for_complete()
         await pilot.pause()  # type: ignore[attr-defined]
+
+
+async def wait_for(predicate: Callable[[], object], timeout: float = 5.0) -> None:
+    """Until ``predicate()`` is true, checked every 20 ms; fails after ``timeout`` s.
+
+    The app runs on the same event loop, so its timers and workers go on meanwhile.
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout:g} s: {predicate}")
+        await asyncio.sleep(WAIT_STEP)
+
+
+_TEXT = re.compile(r'<text [^>]*x="([\d.]+)" y="[\d.]+"[^>]*clip-path="url\(#[\w-]+-line-(\d+)\)"')
+
+
+def screen_lines(app: MailboxApp) -> list[str]:
+    """The screen's text, one string per row, from the SVG ``export_screenshot`` makes
+    (public API; no private compositor)."""
+    svg = app.export_screenshot(simplify=True)
+    char_width = 0.61 * 20  # rich's export_svg: font size 20
+    rows: dict[int, list[tuple[int, str]]] = {}
+    for match in re.finditer(_TEXT.pattern + r"[^>]*>(.*?)</text>", svg):
+        x, line, text = match.groups()
+        rows.setdefault(int(line), []).append((round(float(x) / char_width), text))
+    lines = []
+    for number in range(app.size.height):
+        out = ""
+        for column, text in sorted(rows.get(number, [])):
+            out += " " * max(0, column - cell_len(out))
+            out += html.unescape(text).replace("\xa0", " ")
+        lines.append(out)
+    return lines
+
+
+def screen_text(app: MailboxApp) -> str:
+    return "\n".join(screen_lines(app))

@@ -1,7 +1,9 @@
 """MailboxApp: the read-only Textual viewer, and ``make_app`` used by the CLI and tests.
 
-The App opens the reader and manages tabs; the index and each mailbox view own their
-bindings, timers and workers.
+The App opens the reader and manages tabs and global keys; the index and each mailbox
+view own their bindings, timers (paused while hidden) and workers. What the first
+screen does not need (the health model and screen, the palette's provider, the help
+screen, the mailbox view itself when no tab is open) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -11,26 +13,28 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.command import Provider
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
-from termal_tui.health import Thresholds
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import RetryableError, StoreError
 from termal_tui.store.reader import MailboxReader, open_reader
-from termal_tui.tui.commands import MailboxCommands
-from termal_tui.tui.messages import IndexLoaded, OpenMailbox
-from termal_tui.tui.screens.help import HelpScreen
+from termal_tui.tui.messages import CloseRequested, IndexLoaded, OpenMailbox, TitleKnown
 from termal_tui.tui.widgets.index import MailboxIndex
-from termal_tui.tui.widgets.mailbox_view import CloseRequested, MailboxView, TitleKnown
+
+if TYPE_CHECKING:
+    from termal_tui.health import Thresholds
+    from termal_tui.tui.widgets.mailbox_view import MailboxView
 
 INDEX_PANE: Final = "index"
 DEFAULT_POLL_SECONDS: Final = 8.0
@@ -40,12 +44,19 @@ READER_BUSY_TIMEOUT_MS = 250
 TAB_TITLE_CHARS: Final = 28
 
 
+def _mailbox_commands() -> type[Provider]:
+    """The palette's provider, imported when the palette first opens."""
+    from termal_tui.tui.commands import MailboxCommands
+
+    return MailboxCommands
+
+
 class MailboxApp(App[None]):
     """Browse TermAl mailboxes without ever writing to the database."""
 
     CSS_PATH = "app.tcss"
     TITLE = "termal-tui (read-only)"
-    COMMANDS = App.COMMANDS | {MailboxCommands}
+    COMMANDS = App.COMMANDS | {_mailbox_commands}
     BINDINGS = [
         Binding("q", "quit", "Quit", show=False, id="quit"),  # shown by the index
         Binding("question_mark", "help", "Help", id="help"),
@@ -68,7 +79,7 @@ class MailboxApp(App[None]):
         thresholds: Thresholds | None = None,
     ) -> None:
         super().__init__()
-        self.thresholds = thresholds or Thresholds()
+        self.thresholds = thresholds  # None: health.py's defaults, applied where used
         self.db_path = Path(db_path)
         self.session_id = session_id
         self.initial_mailbox = mailbox_id
@@ -101,11 +112,17 @@ class MailboxApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
-            yield MailboxIndex(session_id=self.session_id, clock=self._clock, id="mailbox-index")
+            yield MailboxIndex(
+                session_id=self.session_id,
+                clock=self._clock,
+                thresholds=self.thresholds,
+                id="mailbox-index",
+            )
         yield Footer(compact=True)
 
     async def on_mount(self) -> None:
-        self.query_one(MailboxIndex).loading = True
+        # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
+        # would animate for nothing, and it hides the index until the cards arrive).
         await self._open_reader()
 
     async def on_unmount(self) -> None:
@@ -171,6 +188,8 @@ class MailboxApp(App[None]):
                 if view is not None:
                     view.request_jump(at_sequence)
             return
+        from termal_tui.tui.widgets.mailbox_view import MailboxView
+
         self._pane_counter += 1
         pane_id = f"mailbox-pane-{self._pane_counter}"
         self._panes[mailbox_id] = pane_id
@@ -193,59 +212,59 @@ class MailboxApp(App[None]):
                 return Content(visible_line(summary_title(summary), TAB_TITLE_CHARS))
         return Content(visible_line(mailbox_id.removeprefix("mailbox-")[:8], TAB_TITLE_CHARS))
 
+    def _label_tab(self, mailbox_id: str, title: str) -> None:
+        pane_id = self._panes.get(mailbox_id)
+        if pane_id is None:
+            return
+        with contextlib.suppress(NoMatches):  # closed meanwhile
+            tab = self.query_one("#tabs", TabbedContent).get_tab(pane_id)
+            tab.label = Content(visible_line(title, TAB_TITLE_CHARS))
+
     @on(TitleKnown)
     def _title_known(self, event: TitleKnown) -> None:
-        pane = event.view.parent
-        if isinstance(pane, TabPane) and pane.id:
-            tab = self.query_one("#tabs", TabbedContent).get_tab(pane.id)
-            tab.label = Content(visible_line(event.title, TAB_TITLE_CHARS))
-        if self.initial_mailbox and event.view.mailbox_id == self.initial_mailbox:
+        self._label_tab(event.mailbox_id, event.title)
+        if self.initial_mailbox and event.mailbox_id == self.initial_mailbox:
             self.query_one(MailboxIndex).load()  # after the first page, never before
 
     @on(IndexLoaded)
     def _index_loaded(self, event: IndexLoaded) -> None:
         """Name tabs that were opened before the index knew their participants."""
-        for mailbox_id, pane_id in self._panes.items():
-            for summary in event.summaries:
-                if summary.id == mailbox_id:
-                    tab = self.query_one("#tabs", TabbedContent).get_tab(pane_id)
-                    tab.label = Content(visible_line(summary_title(summary), TAB_TITLE_CHARS))
+        for summary in event.summaries:
+            if summary.id in self._panes:
+                self._label_tab(summary.id, summary_title(summary))
 
     @on(CloseRequested)
     async def _close_requested(self, event: CloseRequested) -> None:
-        pane = event.view.parent
-        if not isinstance(pane, TabPane) or not pane.id:
-            return
-        for mailbox_id, known in list(self._panes.items()):
-            if known == pane.id:
-                del self._panes[mailbox_id]
-        await self.query_one("#tabs", TabbedContent).remove_pane(pane.id)
+        pane_id = self._panes.pop(event.mailbox_id, None)
+        if pane_id is not None:
+            await self.query_one("#tabs", TabbedContent).remove_pane(pane_id)
 
     def _active_pane(self) -> str:
         return self.query_one("#tabs", TabbedContent).active
 
     def active_view(self) -> MailboxView | None:
+        """The mailbox view of the active tab (None on the index)."""
         pane_id = self._active_pane()
         if pane_id == INDEX_PANE or not pane_id:
             return None
+        from termal_tui.tui.widgets.mailbox_view import MailboxView
+
         views = self.query(f"#{pane_id} MailboxView").results(MailboxView)
         return next(iter(views), None)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        active = event.pane.id
-        for view in self.query(MailboxView):
-            pane = view.parent
-            view.set_visible_tab(pane is not None and pane.id == active)
-        view = self.active_view()
-        if view is not None:
-            view.thread.focus()
-        elif active == INDEX_PANE:
-            index = self.query_one(MailboxIndex)
-            index.focus_cards()
-            index.set_visible(True)
-        if active != INDEX_PANE:
-            self.query_one(MailboxIndex).set_visible(False)
+        """Keys go to what the tab shows. (Each widget pauses and resumes its own timer
+        when it is hidden and shown.)"""
+        # The tab active now: a queued event may name one that is no longer active.
+        active = self.query("#tabs").results(TabbedContent)
+        pane_id = next((tabs.active for tabs in active), None)  # none while shutting down
+        if pane_id == INDEX_PANE:
+            self.query_one(MailboxIndex).focus_cards()
+        elif pane_id:
+            view = self.active_view()
+            if view is not None:
+                view.focus_thread()  # safe before the view has built its children
 
     def _cycle(self, step: int) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
@@ -274,6 +293,8 @@ class MailboxApp(App[None]):
     # --------------------------------------------------------------- actions
 
     def action_help(self) -> None:
+        from termal_tui.tui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def action_health(self) -> None:
@@ -289,29 +310,12 @@ class MailboxApp(App[None]):
         screen = HealthScreen(self._reader, self.thresholds, clock=self._clock)
         self.push_screen(screen, chosen)
 
-    def action_refresh(self) -> None:
-        view = self.active_view()
-        if view is not None:
-            view.action_refresh()
-        else:
-            self.query_one(MailboxIndex).load()
-
-    def action_load_older(self) -> None:
-        view = self.active_view()
-        if view is not None:
-            view.load_older()
-
-    def action_show_new(self) -> None:
-        view = self.active_view()
-        if view is not None:
-            view.show_new()
-
     def jump_to(self, sequence: int) -> None:
+        """Select ``#sequence`` in the active tab (for scripts and benchmarks; the
+        palette offers the view's own jump)."""
         view = self.active_view()
-        if view is None:
-            self.notify("Open a mailbox first, then jump to #N.", markup=False)
-            return
-        view.jump_to(sequence)
+        if view is not None:
+            view.jump_to(sequence)
 
 
 def make_app(

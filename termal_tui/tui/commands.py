@@ -1,4 +1,6 @@
-"""Command-palette provider: open a mailbox by id or name, jump to #N, load older, refresh."""
+"""Command-palette provider: open a mailbox by id or name, delivery health, refresh; and,
+only while a mailbox tab is active, that tab's own commands (jump to #N, load older, show
+new), which call the view directly."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from textual.fuzzy import Matcher
 
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
+from termal_tui.tui.widgets.index import MailboxIndex
 
 if TYPE_CHECKING:
     from termal_tui.tui.app import MailboxApp
@@ -37,9 +40,16 @@ class MailboxCommands(Provider):
                 )
             )
         commands.append(("Delivery health", app.action_health, "Stuck hand-offs, ranked"))
-        commands.append(("Load older messages", app.action_load_older, "Next 50 in this tab"))
-        commands.append(("Refresh now", app.action_refresh, "Re-read summaries and cursors"))
-        commands.append(("Show new messages", app.action_show_new, "Bring announced rows in"))
+        view = app.active_view()
+        if view is None:
+            index = app.query_one(MailboxIndex)
+            commands.append(("Refresh now", index.action_refresh, "Re-read every summary"))
+            return commands
+        commands.append(("Refresh now", view.action_refresh, "Re-read this tab's cursors"))
+        if view.has_older:
+            commands.append(("Load older messages", view.load_older, "Next 50 in this tab"))
+        if view.pending:
+            commands.append(("Show new messages", view.show_new, "Bring announced rows in"))
         return commands
 
     async def discover(self) -> Hits:
@@ -48,14 +58,14 @@ class MailboxCommands(Provider):
             yield DiscoveryHit(Content(name), callback, text=name, help=help_text)  # type: ignore[arg-type]
 
     async def search(self, query: str) -> Hits:
-        app = self.mailbox_app
+        view = self.mailbox_app.active_view()
         jump = _JUMP.match(query)
-        if jump:
+        if jump and view is not None:
             sequence = int(jump.group(1))
             yield Hit(
                 100,
                 f"Jump to #{sequence} in the current mailbox",
-                partial(app.jump_to, sequence),
+                partial(view.jump_to, sequence),
                 help="Loads older pages as needed",
             )
         matcher = self.matcher(query)

@@ -1,15 +1,40 @@
-"""Typed messages shared by the index and the App. Attributes down, messages up.
+"""Typed messages the viewer's workers and widgets post. Attributes down, messages up.
 
-Each mailbox view's own results are typed messages in ``widgets/mailbox_view.py``.
+Every worker posts one of these with its result; a worker that fails becomes a
+:class:`ReadFailed` (built by :func:`read_failed`), which its widget shows in one
+visible "Stale" state. Each mailbox view's own page results live in
+``widgets/mailbox_view.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from termal_tui.models import MailboxSummary
+from termal_tui.store.errors import NotFoundError, StoreError
+
+if TYPE_CHECKING:
+    from termal_tui.health import HealthReport
+    from termal_tui.models import MailboxMessage
+
+
+@dataclass
+class ReadFailed(Message):
+    """A worker's read failed: ``error`` is one sentence a human can act on."""
+
+    error: str
+    missing: bool = False
+
+
+def read_failed(error: BaseException | None) -> ReadFailed:
+    """The one translation of a worker's exception into what the widget shows."""
+    if isinstance(error, StoreError):
+        return ReadFailed(str(error), isinstance(error, NotFoundError))
+    name = type(error).__name__ if error is not None else "Error"
+    return ReadFailed(f"unexpected error: {name}: {error}")
 
 
 @dataclass
@@ -18,5 +43,46 @@ class IndexLoaded(Message):
 
 
 @dataclass
+class MarkersLoaded(Message):
+    """The index's health markers: mailbox id → a word for its worst finding."""
+
+    problems: dict[str, str]
+
+
+@dataclass
 class OpenMailbox(Message):
     mailbox_id: str
+
+
+@dataclass
+class HealthLoaded(Message):
+    report: HealthReport
+
+
+@dataclass
+class SearchProgress(Message):
+    """One keyset step of a search: the rows it found and where the next step starts
+    (``before`` is None when the whole mailbox has been searched). ``scan`` numbers the
+    search, so that a superseded one's late steps are dropped."""
+
+    scan: int
+    needle: str
+    found: list[MailboxMessage]
+    before: int | None
+
+
+class TitleKnown(Message):
+    """A mailbox view knows its participants' names: the tab can be titled with them."""
+
+    def __init__(self, mailbox_id: str, title: str) -> None:
+        super().__init__()
+        self.mailbox_id = mailbox_id
+        self.title = title
+
+
+class CloseRequested(Message):
+    """A mailbox view asks the App to close its tab."""
+
+    def __init__(self, mailbox_id: str) -> None:
+        super().__init__()
+        self.mailbox_id = mailbox_id

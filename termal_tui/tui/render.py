@@ -19,10 +19,10 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
-from termal_tui.thread import Gap
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewEnvelope
+    from termal_tui.thread import Gap
 
 EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"

@@ -1,5 +1,9 @@
 """The health view: stuck hand-offs ranked by severity and age; enter opens the mailbox
-at the first affected message. Read-only, like everything in the viewer."""
+at the first affected message. Read-only, like everything in the viewer.
+
+Its worker posts a typed :class:`HealthLoaded`; a failed pass is a :class:`ReadFailed`,
+shown as the one "Stale" status line (the last report's findings stay listed).
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,16 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
 from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
 from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
+from termal_tui.tui.messages import HealthLoaded, ReadFailed, read_failed
 
 KIND_LABELS = {
     "receiver-gone": ("⚠ receiver gone", "bold $error"),
+    "no-notifier": ("⚠ nobody listening", "bold $error"),
     "never-woken": ("⚠ never woken", "bold $warning"),
     "woken-unprocessed": ("⚠ woken, not processed", "bold $warning"),
     "lagging": ("◷ lagging", "$foreground 65%"),
@@ -84,7 +91,28 @@ class HealthScreen(Screen[tuple[str, int] | None]):
     async def load(self) -> None:
         now = self.clock() if self.clock is not None else None
         report = await health_report(self.reader, now=now, thresholds=self.thresholds)
-        self.show(report)
+        self.post_message(HealthLoaded(report))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            event.stop()
+            self.post_message(read_failed(event.worker.error))
+
+    @on(HealthLoaded)
+    def _loaded(self, event: HealthLoaded) -> None:
+        event.stop()
+        self.show(event.report)
+
+    @on(ReadFailed)
+    def _failed(self, event: ReadFailed) -> None:
+        event.stop()
+        self.query_one("#health-status", Static).update(
+            Content.assemble(
+                Content.styled("● Stale", "bold $error"),
+                " ",
+                Content.styled(visible_line(event.error, 200), "$error"),
+            )
+        )
 
     def show(self, report: HealthReport) -> None:
         self.report = report
@@ -121,11 +149,3 @@ class HealthScreen(Screen[tuple[str, int] | None]):
             return
         finding = self.report.findings[event.option_index]
         self.dismiss((finding.mailbox_id, finding.first_sequence))
-
-    def on_worker_state_changed(self, event) -> None:  # type: ignore[no-untyped-def]
-        from textual.worker import WorkerState
-
-        if event.state == WorkerState.ERROR:
-            self.query_one("#health-status", Static).update(
-                Content.styled(f"● Stale {visible_line(str(event.worker.error), 200)}", "$error")
-            )

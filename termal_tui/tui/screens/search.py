@@ -2,7 +2,9 @@
 
 The scan runs in bounded keyset steps (20,000 rows each, one short read snapshot per
 step) in a worker: results stream in with a progress line, a new query or escape cancels
-the old scan, and at most MAX_RESULTS are kept. Enter jumps to the row.
+the old scan, and at most MAX_RESULTS are kept. Enter jumps to the row. Each step is a
+typed :class:`SearchProgress`; a failed step is a :class:`ReadFailed`, shown as one
+"search failed" status line.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
 from termal_tui.models import MailboxMessage
 from termal_tui.presentation import row_title
 from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
+from termal_tui.tui.messages import ReadFailed, SearchProgress, read_failed
 
 MAX_RESULTS: Final = 500
 SCAN_STEP: Final = 20_000
@@ -48,6 +52,8 @@ class SearchScreen(ModalScreen[int | None]):
         self.latest = max(1, latest)
         self.matches: list[MailboxMessage] = []
         self.done = False
+        self.failed = False
+        self._scan_number = 0  # results of a superseded scan are dropped
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -66,36 +72,71 @@ class SearchScreen(ModalScreen[int | None]):
         if needle:
             self.matches = []
             self.done = False
+            self.failed = False
+            self._scan_number += 1
             self.query_one("#results", OptionList).clear_options()
-            self.scan(needle)
+            self.scan(needle, self._scan_number)
 
     @work(exclusive=True, group="search", exit_on_error=False)
-    async def scan(self, needle: str) -> None:
+    async def scan(self, needle: str, number: int = 0) -> None:
+        """Keyset steps, newest first, until the mailbox is searched or enough is found;
+        each step posts what it found (a new scan cancels this one)."""
         before: int | None = None
-        shown = visible_line(needle, 60)
+        wanted = MAX_RESULTS
         while True:
             found, before = await self.reader.search_chunk(
                 self.mailbox_id, needle, before, SCAN_STEP, session_id=self.session_id
             )
-            self._add(found[: MAX_RESULTS - len(self.matches)])
-            if len(self.matches) >= MAX_RESULTS:
-                self._status(f"{MAX_RESULTS}+ matches for “{shown}”: showing the newest; refine")
+            found = found[:wanted]
+            wanted -= len(found)
+            self.post_message(SearchProgress(number, needle, found, before))
+            if before is None or wanted <= 0:
                 break
-            if before is None:
-                self.done = True
-                count = len(self.matches)
-                self._status(
-                    f"{count:,} match{'es' if count != 1 else ''} for “{shown}” · whole mailbox"
-                    " searched"
-                    if count
-                    else f"No message contains “{shown}”."
-                )
-                break
-            scanned = max(0, self.latest - before + 1)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            event.stop()
+            self.post_message(read_failed(event.worker.error))
+
+    @on(SearchProgress)
+    def _progress(self, event: SearchProgress) -> None:
+        event.stop()
+        if event.scan != self._scan_number:
+            return
+        shown = visible_line(event.needle, 60)
+        self._add(event.found[: MAX_RESULTS - len(self.matches)])
+        if len(self.matches) >= MAX_RESULTS:
+            self._status(f"{MAX_RESULTS}+ matches for “{shown}”: showing the newest; refine")
+        elif event.before is None:
+            self.done = True
+            count = len(self.matches)
+            self._status(
+                f"{count:,} match{'es' if count != 1 else ''} for “{shown}” · whole mailbox"
+                " searched"
+                if count
+                else f"No message contains “{shown}”."
+            )
+        else:
+            scanned = max(0, self.latest - event.before + 1)
             self._status(
                 f"searching “{shown}”… {len(self.matches):,} found · scanned "
-                f"{scanned:,} of {self.latest:,} (down to #{before:,}) · escape cancels"
+                f"{scanned:,} of {self.latest:,} (down to #{event.before:,}) · escape cancels"
             )
+
+    @on(ReadFailed)
+    def _failed(self, event: ReadFailed) -> None:
+        """The one failed state: what was found so far stays listed."""
+        event.stop()
+        self.failed = True
+        count = len(self.matches)
+        kept = f" · {count:,} found before it failed" if count else ""
+        self.query_one("#search-status", Static).update(
+            Content.assemble(
+                Content.styled("● Search failed", "bold $error"),
+                " ",
+                Content.styled(visible_line(event.error, 200) + kept, "$error"),
+            )
+        )
 
     def _status(self, text: str) -> None:
         self.query_one("#search-status", Static).update(Content(text))

@@ -1,10 +1,15 @@
-"""The mailbox index: compact two-line cards, newest activity first, polled while shown."""
+"""The mailbox index: compact two-line cards, newest activity first, polled while shown.
+
+Cards are drawn as soon as the summaries are read; the health markers (a pass over
+every unread range, at most every 30 s) follow in their own worker and restyle them.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -12,21 +17,30 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from termal_tui.health import Thresholds, health_report
 from termal_tui.models import MailboxSummary
 from termal_tui.sanitize import visible_line
-from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import MailboxReader
-from termal_tui.tui.messages import IndexLoaded, OpenMailbox
+from termal_tui.tui.messages import (
+    IndexLoaded,
+    MarkersLoaded,
+    OpenMailbox,
+    ReadFailed,
+    read_failed,
+)
 from termal_tui.tui.render import card
+
+if TYPE_CHECKING:
+    from termal_tui.health import Thresholds
 
 HEALTH_EVERY_SECONDS = 30.0
 PROBLEM_WORDS = {
     "receiver-gone": "gone",
+    "no-notifier": "unheard",
     "never-woken": "not woken",
     "woken-unprocessed": "ignored",
     "lagging": "lagging",
@@ -71,21 +85,23 @@ class MailboxIndex(Vertical, can_focus=True):
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.thresholds = thresholds or Thresholds()
+        self.thresholds = thresholds  # None: health.py's defaults
         self.summaries: list[MailboxSummary] = []
         self.session_id = session_id
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.reader: MailboxReader | None = None
         self.interval = 0.0
         self.snapshot = False
-        self.visible_tab = True
+        self.visible_tab = False  # set by Show / Hide
         self.refreshing = False
+        self.marking = False
         self._timer: Timer | None = None
         self._width = 0
         self.problems: dict[str, str] = {}  # mailbox id → a word for its worst finding
         self._health_at = -1e9
         self.filter_text = ""
         self._focused_once = False
+        self._load_on_show = False
 
     def _matches(self, summary: MailboxSummary) -> bool:
         needle = self.filter_text.casefold()
@@ -111,18 +127,46 @@ class MailboxIndex(Vertical, can_focus=True):
     def start(
         self, reader: MailboxReader, interval: float, *, snapshot: bool, load_now: bool
     ) -> None:
+        """Begin reading: the timer ticks only while the index is shown; with
+        ``load_now`` the first load starts once the index has been drawn (its first
+        frame says "Loading mailboxes…"), so cards are rendered once, at its width."""
         self.reader = reader
         self.interval = interval
         self.snapshot = snapshot
         if interval > 0:
-            self._timer = self.set_interval(interval, self.poll)
+            self._timer = self.set_interval(interval, self.poll, pause=not self.visible_tab)
         if load_now:
-            self.load()
+            if self.visible_tab:
+                self.load()
+            else:
+                self._load_on_show = True
 
-    def set_visible(self, visible: bool) -> None:
-        self.visible_tab = visible
-        if visible and self._timer is not None:
+    def on_show(self) -> None:
+        """Shown (laid out and drawn): the first load, or, coming back to the index,
+        the timer resumes and a poll runs at once."""
+        self.visible_tab = True
+        if self.summaries and not self._focused_once and self._displayed():
+            self._focused_once = True  # cards drawn while hidden: keys to them now
+            self.focus_cards()
+        if self._timer is not None:
+            self._timer.resume()
+        if self._load_on_show:
+            self._load_on_show = False
+            self.load()
+        elif self._timer is not None:
             self.poll()
+
+    def on_hide(self) -> None:
+        if self._timer is not None:
+            self._timer.pause()
+        self.visible_tab = False
+
+    def _displayed(self) -> bool:
+        """Shown now: Show/Hide arrive after the next layout, ``display`` changes at once
+        when another tab is chosen."""
+        return self.visible_tab and all(
+            node.display for node in self.ancestors_with_self if isinstance(node, Widget)
+        )
 
     def focus_cards(self) -> None:
         if self.summaries:
@@ -157,39 +201,61 @@ class MailboxIndex(Vertical, can_focus=True):
 
     @work(group="index", exclusive=False, exit_on_error=False)
     async def load(self) -> None:
+        """The summaries (cards drawn at once), then the health markers when due."""
         if self.refreshing or self.reader is None:
             return
         self.refreshing = True
         try:
             summaries = await self.reader.list_mailboxes(session_id=self.session_id)
-            # The health markers cost a pass over every unread range: at most every 30 s.
-            now = time.monotonic()
-            if now - self._health_at >= HEALTH_EVERY_SECONDS:
-                self._health_at = now
-                report = await health_report(
-                    self.reader, now=self.clock(), thresholds=self.thresholds
-                )
-                worst: dict[str, str] = {}
-                for finding in report.findings:  # ranked: the first per mailbox is worst
-                    if finding.severity >= 2:
-                        worst.setdefault(finding.mailbox_id, PROBLEM_WORDS[finding.kind])
-                self.problems = worst
         finally:
             self.refreshing = False
         self.post_message(IndexLoaded(summaries))
+        if time.monotonic() - self._health_at >= HEALTH_EVERY_SECONDS:
+            self.load_markers()
+
+    @work(group="index-markers", exclusive=False, exit_on_error=False)
+    async def load_markers(self) -> None:
+        """The worst finding per mailbox, as a word on its card."""
+        if self.marking or self.reader is None:
+            return
+        from termal_tui.health import health_report
+
+        self.marking = True
+        self._health_at = time.monotonic()
+        try:
+            report = await health_report(self.reader, now=self.clock(), thresholds=self.thresholds)
+        finally:
+            self.marking = False
+        worst: dict[str, str] = {}
+        for finding in report.findings:  # ranked: the first per mailbox is worst
+            if finding.severity >= 2:
+                worst.setdefault(finding.mailbox_id, PROBLEM_WORDS[finding.kind])
+        self.post_message(MarkersLoaded(worst))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed worker becomes one typed message (shown by :meth:`_failed`)."""
         if event.state == WorkerState.ERROR:
             event.stop()
-            error = event.worker.error
-            reason = str(error) if isinstance(error, StoreError) else f"unexpected error: {error}"
-            self.loading = False
-            self.show_error(reason)
+            self.post_message(read_failed(event.worker.error))
+
+    @on(ReadFailed)
+    def _failed(self, event: ReadFailed) -> None:
+        event.stop()
+        self.loading = False
+        self.show_error(event.error)
 
     @on(IndexLoaded)
     def _loaded(self, event: IndexLoaded) -> None:
         self.loading = False
         self.show(event.summaries, self._status(event.summaries))
+
+    @on(MarkersLoaded)
+    def _markers_loaded(self, event: MarkersLoaded) -> None:
+        event.stop()
+        if event.problems != self.problems:
+            self.problems = event.problems
+            if self.summaries:
+                self.show(self.summaries, self._status(self.summaries))
 
     def _status(self, summaries: list[MailboxSummary]) -> Content:
         if self.snapshot:
@@ -238,12 +304,14 @@ class MailboxIndex(Vertical, can_focus=True):
             # Nothing at all to filter: no filter box (it would take the keys).
             self.set_class(not summaries, "-none")
             typing = self.query_one("#index-filter").has_focus
-            if self.visible_tab and not typing and not self._focused_once:
+            # Focus only what is shown: focusing into a hidden tab would switch to it.
+            on_screen = self._displayed()
+            if on_screen and not typing and not self._focused_once:
                 self._focused_once = True  # the first load: keys go to the cards
                 self.focus_cards()
-            elif not summaries and self.visible_tab and not typing:
+            elif not summaries and on_screen and not typing:
                 self.focus()
-            elif summaries and self.app.focused is self:
+            elif summaries and on_screen and self.app.focused is self:
                 cards.focus()
             self.query_one("#index-status", Static).update(status)
 

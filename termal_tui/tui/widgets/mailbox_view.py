@@ -1,14 +1,15 @@
 """One mailbox tab: a one-line header, the participants bar, and the newest-first thread.
 
 The view owns its state (a headless :class:`ThreadModel`), its bindings, its polling
-timer and its workers; the App only manages tabs. All reads go through the read-only
-reader in workers; a poll first asks for a change token (two primary-key lookups) and
-reads nothing more when nothing moved; the widget applies exactly the rows that changed.
+timer (paused while the view is hidden, resumed when it is shown) and its workers; the
+App only manages tabs. All reads go through the read-only reader in workers; a poll
+first asks for a change token (two primary-key lookups) and reads nothing more when
+nothing moved; the widget applies exactly the rows that changed. Rows are rendered once
+the view knows its width (never at a guessed one and again at the real one).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,14 +29,14 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
-from termal_tui.export import export_record
 from termal_tui.formats import READ_LIMIT_MAX
-from termal_tui.models import MailboxMessage, MailboxSummary, MessagePage
+from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible, visible_line
-from termal_tui.store.errors import NotFoundError, StoreError
+from termal_tui.store.errors import NotFoundError
 from termal_tui.store.reader import MailboxReader
 from termal_tui.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
+from termal_tui.tui.messages import CloseRequested, ReadFailed, TitleKnown, read_failed
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
 
@@ -51,7 +52,7 @@ JUMP_CONTEXT: Final = 25
 class PageLoaded(Message):
     summary: MailboxSummary
     page: MessagePage
-    token: object
+    token: ChangeToken | None
 
 
 @dataclass
@@ -64,7 +65,7 @@ class RefreshLoaded(Message):
     summary: MailboxSummary | None  # None: nothing moved since the last poll
     rows: list[MailboxMessage]
     more: bool
-    token: object
+    token: ChangeToken | None
 
 
 @dataclass
@@ -80,25 +81,7 @@ class GapLoaded(Message):
     page: MessagePage
 
 
-@dataclass
-class ReadFailed(Message):
-    error: str
-    missing: bool = False
-
-
-class TitleKnown(Message):
-    """The participants' names are known: the tab can be titled with them."""
-
-    def __init__(self, view: MailboxView, title: str) -> None:
-        super().__init__()
-        self.view = view
-        self.title = title
-
-
-class CloseRequested(Message):
-    def __init__(self, view: MailboxView) -> None:
-        super().__init__()
-        self.view = view
+__all__ = ["CloseRequested", "MailboxView", "ReadFailed", "ThreadHeader", "TitleKnown"]
 
 
 # -------------------------------------------------------------------- header
@@ -192,9 +175,12 @@ class MailboxView(Vertical):
         self.live = False
         self.refreshing = False
         self.reading = False
-        self._token: object = None
+        self._token: ChangeToken | None = None
         self._timer: Timer | None = None
-        self._width = 0
+        self._width = 0  # the width rows were rendered at; 0 until the view is laid out
+        self._early_page: PageLoaded | None = None  # read before the first layout
+        self._focus_on_mount = False
+        self._hidden = False
         self._offered: tuple[bool, ...] = ()
         self._pending_jump: int | None = None
         self._bar: Content | None = None
@@ -232,9 +218,18 @@ class MailboxView(Vertical):
         header = self.query_one(ThreadHeader)
         header.mailbox = short_id(self.mailbox_id)
         # The header says "◌ Loading" (a LoadingIndicator would animate for nothing).
-        if self.interval > 0:
-            self._timer = self.set_interval(self.interval, self.poll)
+        if self.interval > 0:  # paused until the view is shown
+            self._timer = self.set_interval(self.interval, self.poll, pause=True)
         self.load_first_page()
+        if self._focus_on_mount:
+            self.thread.focus()
+
+    def focus_thread(self) -> None:
+        """Keys to the thread: now, or once the view has built its children."""
+        try:
+            self.thread.focus()
+        except NoMatches:
+            self._focus_on_mount = True
 
     # ------------------------------------------------------------- bindings
 
@@ -257,7 +252,7 @@ class MailboxView(Vertical):
         self.refresh_thread(force=True)
 
     def action_close(self) -> None:
-        self.post_message(CloseRequested(self))
+        self.post_message(CloseRequested(self.mailbox_id))
 
     def action_search(self) -> None:
         """Substring search over this mailbox; choosing a result jumps to it."""
@@ -293,6 +288,10 @@ class MailboxView(Vertical):
 
     def action_export(self) -> None:
         """The loaded messages (oldest to newest) as JSONL in the working directory."""
+        import json
+
+        from termal_tui.export import export_record
+
         rows = sorted(self.messages, key=lambda m: m.sequence)
         if not rows or self.model.summary is None:
             return
@@ -320,24 +319,27 @@ class MailboxView(Vertical):
 
     # -------------------------------------------------------------- polling
 
-    def set_visible_tab(self, active: bool) -> None:
-        """Coming back to a tab refreshes it at once (ticks are skipped while hidden)."""
-        if active and self._timer is not None:
-            self.poll()
+    def on_show(self) -> None:
+        """Shown: the timer runs; coming back to a hidden tab refreshes it at once."""
+        if self._timer is not None:
+            self._timer.resume()
+            if self._hidden:
+                self.poll()
+        self._hidden = False
 
-    def _on_screen(self) -> bool:
-        pane = self.parent
-        tabs = pane.parent.parent if pane is not None and pane.parent is not None else None
-        active = getattr(tabs, "active", None)
-        return pane is not None and (active is None or active == pane.id)
+    def on_hide(self) -> None:
+        """Hidden (another tab chosen): no ticks until it is shown again."""
+        self._hidden = True
+        if self._timer is not None:
+            self._timer.pause()
 
     def poll(self) -> None:
-        """Timer tick: only for the tab on screen, never overlapping the previous read.
+        """Timer tick (only while shown), never overlapping the previous read.
 
         With nothing loaded yet (the first page failed, e.g. the file was locked) it
         loads the first page again instead of reading everything after #0.
         """
-        if self.refreshing or self.reading or not self._on_screen():
+        if self.refreshing or self.reading:
             return
         if self.model.summary is None:
             self.load_first_page()
@@ -446,21 +448,22 @@ class MailboxView(Vertical):
         self.post_message(GapLoaded(gap, page))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place where a failed read becomes Stale and a notification."""
+        """The one place where a failed read becomes a typed message (then Stale)."""
         if event.state != WorkerState.ERROR:
             return
         event.stop()
-        error = event.worker.error
-        if isinstance(error, StoreError):
-            self.post_message(ReadFailed(str(error), isinstance(error, NotFoundError)))
-        else:
-            self.post_message(ReadFailed(f"unexpected error: {type(error).__name__}: {error}"))
+        self.post_message(read_failed(event.worker.error))
 
     # -------------------------------------------------------------- results
 
     @on(PageLoaded)
     def _page_loaded(self, event: PageLoaded) -> None:
         event.stop()
+        width = self._row_width()
+        if not width:  # not laid out yet: rendered once, at the real width, on resize
+            self._early_page = event
+            return
+        self._width = width
         self.loading = False
         self._token = event.token
         change = self.model.load_first(event.summary, event.page.messages, event.page.has_older)
@@ -468,7 +471,7 @@ class MailboxView(Vertical):
         if self.model.items:
             self.thread.highlighted = 0
         self._mark_live()
-        self.post_message(TitleKnown(self, summary_title(event.summary)))
+        self.post_message(TitleKnown(self.mailbox_id, summary_title(event.summary)))
         if self._pending_jump is not None:
             sequence, self._pending_jump = self._pending_jump, None
             self.jump_to(sequence)
@@ -555,8 +558,13 @@ class MailboxView(Vertical):
 
     def on_resize(self) -> None:
         width = self._row_width()
-        if width != self._width and self.model.items:
-            self._width = width
+        if not width:
+            return
+        if self._early_page is not None:
+            event, self._early_page = self._early_page, None
+            self._page_loaded(event)
+        elif width != self._width and self._width and self.model.items:
+            self._width = width  # a real resize: rows re-wrap at the new width
             self._render_all()
 
     # -------------------------------------------------------------- actions
@@ -601,27 +609,31 @@ class MailboxView(Vertical):
     # ------------------------------------------------------------- rendering
 
     def _row_width(self) -> int:
-        """Cells a row may use: the list's width less padding, scrollbar and one spare."""
-        return max(20, (self.thread.size.width or self.size.width) - 5)
+        """Cells a row may use: the list's width less padding, scrollbar and one spare
+        (0 before the view is laid out: nothing is rendered at a guessed width)."""
+        width = self.thread.size.width or self.size.width
+        return max(20, width - 5) if width else 0
 
     def _option(self, item: Item, dividers: dict[str, list]) -> RowOption:
         key = item_key(item)
-        marks = dividers.get(key, [])
+        prompt = self._prompt(item, dividers.get(key, []))
+        return RowOption(prompt, key, item, disabled=isinstance(item, StartMarker))
+
+    def _prompt(self, item: Item, marks: list) -> Content:
         if isinstance(item, MailboxMessage):
             assert self.model.summary is not None
-            prompt = message_row(
+            return message_row(
                 item,
                 self.model.summary,
                 item.id in self.model.expanded,
                 dividers=marks,
-                width=self._width or self._row_width(),
+                width=self._width or self._row_width() or 80,
                 body_lines=max(5, self.size.height - 22),
                 processed=self.model.is_processed(item),
             )
-            return RowOption(prompt, key, item)
         if isinstance(item, Gap):
-            return RowOption(gap_row(item, marks), key, item)
-        return RowOption(start_marker(), key, StartMarker(), disabled=True)
+            return gap_row(item, marks)
+        return start_marker()
 
     def _apply(self, change: Change) -> None:
         """Apply a model change to the widget: splices, then changed rows only."""
@@ -635,14 +647,14 @@ class MailboxView(Vertical):
                 options = [self._option(item, dividers) for item in splice.items]
                 spliced |= {item_key(item) for item in splice.items}
                 thread.splice(splice.index, splice.count, options)
-            prompts = {}
+            prompts: dict[str, Content] = {}
             for key in change.changed - spliced:
-                item = self.model.by_id.get(key)
+                item: Item | None = self.model.by_id.get(key)
                 if item is None:
                     index = self.model.index_of(key)
                     item = self.model.items[index] if index is not None else None
                 if item is not None:
-                    prompts[key] = self._option(item, dividers).prompt
+                    prompts[key] = self._prompt(item, dividers.get(key, []))
             if prompts:
                 thread.replace_rows(prompts)
         self._update_chrome()

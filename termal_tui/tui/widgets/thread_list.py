@@ -10,11 +10,15 @@ an expansion or a page costs what changed, not what is loaded. It relies on
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
+
+if TYPE_CHECKING:
+    from textual.css.styles import RulesMap
 
 
 class RowOption(Option):
@@ -33,7 +37,8 @@ class ThreadList(OptionList):
     def _measure(self, option: Option) -> int:
         padding = self.get_component_styles("option-list--option").padding
         width = self.scrollable_content_region.width - self._get_left_gutter_width()
-        return self._get_visual(option).get_height(self.styles, width - padding.width) + int(
+        styles = cast("RulesMap", self.styles)  # what OptionList passes, typed
+        return self._get_visual(option).get_height(styles, width - padding.width) + int(
             option._divider
         )
 
