@@ -119,11 +119,38 @@ def describe_error(path: Path, error: sqlite3.Error, *, writing: bool = False) -
     return StorageError(f"SQLite error on {name} ({detail})")
 
 
+def open_in_this_process(info: os.stat_result) -> bool:
+    """Whether this process already holds the file open (a SQLite connection to it).
+
+    Closing *any* descriptor of a file drops every POSIX advisory lock the process holds
+    on it, SQLite's included: the next process to close its last connection then thinks
+    it is alone, checkpoints and deletes the ``-wal`` and ``-shm`` under the live
+    connection, and committed rows vanish or collide (SQLite's "How To Corrupt", §2.2).
+    So a file this process has open is never opened again with plain I/O. Linux tells
+    which files are open through ``/proc/self/fd``; elsewhere this answers False.
+    """
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for fd in descriptors:
+        try:
+            other = os.stat(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
+            return True
+    return False
+
+
 def inspect_database_file(path: Path) -> bool:
     """Refuse what is not a readable regular SQLite file; True if its header says WAL.
 
     Reads only the 100-byte header with an ordinary ``open``: FIFOs, devices and
-    sockets are refused before anything could block on them.
+    sockets are refused before anything could block on them. A file this process
+    already has open (it was checked when it was opened) is not opened again: that would
+    drop SQLite's locks on it (:func:`open_in_this_process`); its ``-wal`` says whether
+    it is in WAL mode.
     """
     name = display_path(path)
     try:
@@ -137,6 +164,8 @@ def inspect_database_file(path: Path) -> bool:
     if not stat.S_ISREG(info.st_mode):
         kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
         raise SchemaError(f"{name} is {kind}; a coordination database is a regular file")
+    if open_in_this_process(info):
+        return Path(f"{path}-wal").exists()
     try:
         with path.open("rb") as handle:
             header = handle.read(100)
