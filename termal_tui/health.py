@@ -107,6 +107,28 @@ class HealthReport:
     def healthy(self) -> bool:
         return not self.findings
 
+    def to_json(self) -> dict[str, Any]:
+        """``doctor --json``'s document (camelCase, as TermAl's wire JSON)."""
+        return {
+            "healthy": self.healthy,
+            "mailboxes": self.mailboxes,
+            "unread": self.unread,
+            "findings": [finding.to_json() for finding in self.findings],
+        }
+
+    @property
+    def stuck_rows(self) -> int:
+        """Unread rows behind the findings, each counted once: a participant's lagging
+        finding covers all its unread rows, which its wake findings count again."""
+        by_reader: dict[tuple[str, str], list[Finding]] = {}
+        for finding in self.findings:
+            by_reader.setdefault((finding.mailbox_id, finding.session_id), []).append(finding)
+        total = 0
+        for found in by_reader.values():
+            covering = max((f.rows for f in found if f.kind == "lagging"), default=0)
+            total += max(covering, sum(f.rows for f in found if f.kind != "lagging"))
+        return total
+
     def by_mailbox(self) -> dict[str, list[Finding]]:
         grouped: dict[str, list[Finding]] = {}
         for finding in self.findings:

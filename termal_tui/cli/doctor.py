@@ -41,16 +41,7 @@ async def _report(path: Path, thresholds: Thresholds) -> HealthReport:
 
 
 def render_json(report: HealthReport) -> str:
-    return json.dumps(
-        {
-            "healthy": report.healthy,
-            "mailboxes": report.mailboxes,
-            "unread": report.unread,
-            "findings": [finding.to_json() for finding in report.findings],
-        },
-        ensure_ascii=False,
-        indent=2,
-    )
+    return json.dumps(report.to_json(), ensure_ascii=False, indent=2)
 
 
 def render_table(report: HealthReport) -> None:
