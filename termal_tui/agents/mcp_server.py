@@ -62,6 +62,9 @@ class _ChannelNotification(types.Notification[dict[str, Any], str]):
     """A vendor notification (Claude Code's channel event) sent through the SDK's session."""
 
 
+ChannelNotification = _ChannelNotification  # for the hub and the remote shim
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     db_path: Path
@@ -80,6 +83,9 @@ def _result(value: Any, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], is_error=is_error
     )
+
+
+tool_result = _result
 
 
 def build_server(

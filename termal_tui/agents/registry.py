@@ -43,7 +43,8 @@ from termal_tui.store.sqlite import (
     harden_files,
 )
 
-REGISTRY_VERSION = 3  # 2: projects (the board's scopes); 3: notifier_seen, wake_reoffers
+REGISTRY_VERSION = 4  # 2: projects (the board's scopes); 3: notifier_seen, wake_reoffers;
+# 4: session_tokens (a hub's bearer tokens)
 NAME_MAX_CHARS = 64
 _FORBIDDEN_IN_NAMES = set("/\\?#%")
 
@@ -105,6 +106,27 @@ CREATE TABLE IF NOT EXISTS wake_reoffers (
     PRIMARY KEY (session_id, mailbox_id)
 );
 """
+
+# Version 4: one bearer token per session for ``termal-tui serve`` (``agents/hub.py``).
+# Only the token's SHA-256 is kept (a token is 256 random bits: no salt or stretching
+# adds anything); a revoked token keeps its row, so the hub can tell it from a new one
+# only in its log. IF NOT EXISTS, as version 2.
+_SCHEMA += """
+CREATE TABLE IF NOT EXISTS session_tokens (
+    session_id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+"""
+
+TOKEN_PREFIX = "ttk_"
+
+
+def token_hash(token: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def name_key(name: str) -> str:
@@ -538,6 +560,53 @@ class Registry:
                 "ON CONFLICT(session_id) DO UPDATE SET hook_seen_at = ?2",
                 (session_id, time.time()),
             )
+
+    # ------------------------------------------------------------ bearer tokens (the hub)
+
+    def issue_token(self, reference: str) -> tuple[Session, str]:
+        """A new bearer token for a live session (replacing its previous one); only its
+        hash is stored. Returns the session and the token, shown once."""
+        import secrets
+
+        me = self.resolve_own(reference)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._connect(write=True) as db:
+            db.execute(
+                "INSERT INTO session_tokens(session_id, token_hash, created_at, revoked_at) "
+                "VALUES(?1, ?2, ?3, NULL) ON CONFLICT(session_id) DO UPDATE SET "
+                "token_hash = ?2, created_at = ?3, revoked_at = NULL",
+                (me.id, token_hash(token), _now()),
+            )
+        return me, token
+
+    def revoke_token(self, reference: str) -> tuple[Session, bool]:
+        """End a session's token; returns the session and whether it had a live one."""
+        me = self.resolve_own(reference)
+        with self._connect(write=True) as db:
+            ended = db.execute(
+                "UPDATE session_tokens SET revoked_at = ? WHERE session_id = ? "
+                "AND revoked_at IS NULL",
+                (_now(), me.id),
+            ).rowcount
+        return me, bool(ended)
+
+    def session_for_token(self, token: str) -> Session | None:
+        """The live session a presented token belongs to (None: unknown, revoked, or its
+        session was removed)."""
+        with self._connect(write=False) as db:
+            row = db.execute(
+                f"SELECT {', '.join('s.' + c for c in _COLUMNS.split(', '))} "
+                "FROM session_tokens t JOIN sessions s ON s.id = t.session_id "
+                "WHERE t.token_hash = ? AND t.revoked_at IS NULL AND s.removed_at IS NULL",
+                (token_hash(token),),
+            ).fetchone()
+        return None if row is None else _session(row)
+
+    def token_holders(self) -> set[str]:
+        """Ids of the sessions with a live token."""
+        with self._connect(write=False) as db:
+            rows = db.execute("SELECT session_id FROM session_tokens WHERE revoked_at IS NULL")
+            return {str(row[0]) for row in rows}
 
     # ------------------------------------------------------------ projects (board scopes)
     #

@@ -74,6 +74,13 @@ ACK_OUTCOME_UNKNOWN = (
     "expectedProcessedThrough"
 )
 
+# Over a network (the contract: "all missing, self, and ineligible target failures must
+# be normalized to one generic error"): nothing about which sessions exist.
+GENERIC_TARGET_ERROR = (
+    "no peer session can receive messages as `sessionId` names it — call "
+    "termal_list_sessions for the exact ids of the peers you can reach"
+)
+
 
 class ToolError(Exception):
     """A tool failure with TermAl's status class. ``str()`` is what the agent sees."""
@@ -228,6 +235,7 @@ class AgentTools:
         wake: WakeTiming | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        generic_target_errors: bool = False,
     ) -> None:
         self.writer = writer
         self.registry = registry
@@ -236,6 +244,9 @@ class AgentTools:
         self.wake = wake or WakeTiming()
         self._sleep = sleep
         self._clock = clock
+        # Remote exposure (``termal-tui serve``): the contract's rule inverts, and every
+        # missing, self and ineligible target is one generic error.
+        self.generic_target_errors = generic_target_errors
         # Set by a channel server: the agent engaged with (mailbox, through sequence).
         self.on_engaged: Callable[[str, int], Awaitable[None]] | None = None
 
@@ -293,6 +304,8 @@ class AgentTools:
     async def _live(self, session_id: str) -> Session:
         session = await self._session(session_id)
         if session is None or not session.live:
+            if self.generic_target_errors and session_id != self.session_id:
+                raise ToolError(404, GENERIC_TARGET_ERROR)  # a peer removed meanwhile
             raise ToolError(404, "session not found")
         return session
 
@@ -304,8 +317,16 @@ class AgentTools:
 
     async def resolve_target(self, reference: str) -> Session:
         """A peer by exact ``session-`` id or case-insensitive name; self, unknown, removed
-        and ambiguous references fail with distinct messages."""
-        return await asyncio.to_thread(self._resolve_target, reference)
+        and ambiguous references fail with distinct messages (one generic 404 with
+        ``generic_target_errors``)."""
+        if not self.generic_target_errors:
+            return await asyncio.to_thread(self._resolve_target, reference)
+        try:
+            return await asyncio.to_thread(self._resolve_target, reference)
+        except ToolError as error:
+            if error.status in (400, 404):
+                raise ToolError(404, GENERIC_TARGET_ERROR) from None
+            raise
 
     def _resolve_target(self, reference: str) -> Session:
         self_message = (

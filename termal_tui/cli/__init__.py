@@ -25,7 +25,7 @@ from termal_tui.cli.common import (
 COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "doctor": ("doctor", "report stuck hand-offs (read-only; exit 1 when stuck)"),
     "export": ("export", "write a mailbox's messages as JSONL or Markdown (read-only)"),
-    "session": ("session", "the session registry: add, list, rm"),
+    "session": ("session", "the session registry: add, list, rm, token"),
     "send": ("mail", "send a message to a peer session"),
     "ls": ("mail", "list your mailboxes, with your cursor in each"),
     "read": ("mail", "read a mailbox (never moves your cursor)"),
@@ -34,6 +34,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "board": ("board", "the project's coordination board: ls, get, set, rm"),
     "hook": ("hook", "Claude Code / Codex hook adapters (prompt, stop, session-start)"),
     "mcp": ("mcp", "serve one agent TermAl's mailbox tools over stdio MCP"),
+    "serve": ("serve", "serve every session's tools over MCP streamable HTTP (a hub)"),
     "setup": ("setup", "connect Claude Code or Codex to a session (--check: is it set up?)"),
 }
 

@@ -10,8 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from termal_tui.cli.agents import add_identity, database, registry_for
-from termal_tui.cli.common import EXIT_OK
+from termal_tui.cli.agents import database, registry_for
+from termal_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    add_db,
+)
 
 EVENTS = ("prompt", "stop", "session-start")
 
@@ -25,7 +32,22 @@ def describe(_name: str, _line: str) -> str:
 
 def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument("event", choices=EVENTS)
-    add_identity(parser, "--session")
+    parser.add_argument(
+        "--session", metavar="NAME", help="your session (required without --remote)"
+    )
+    add_db(parser)
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="run the hook on a hub (termal-tui serve): its /mcp URL; the token decides "
+        "the session",
+    )
+    parser.add_argument(
+        "--token-env",
+        metavar="VAR",
+        default="TERMAL_TUI_TOKEN",
+        help="with --remote: the variable holding the session's token (default TERMAL_TUI_TOKEN)",
+    )
     parser.add_argument(
         "--register",
         action="store_true",
@@ -33,13 +55,64 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     )
 
 
+def _hook_url(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    path = (path[: -len("/mcp")] if path.endswith("/mcp") else path) + "/hook"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser, payload: dict) -> int:
+    """POST the hook to the hub (stdlib only: a hook pays for no HTTP client)."""
+    import json
+    import os
+    import urllib.error
+    import urllib.request
+
+    from termal_tui.cli.output import print_flushed
+
+    if args.session or args.register or args.db_option:
+        parser.error(
+            "with --remote the token decides the session: leave out --session, --db, --register"
+        )
+    if not args.remote.startswith(("http://", "https://")):
+        parser.error("--remote takes an http:// or https:// URL (the hub's /mcp endpoint)")
+    token = os.environ.get(args.token_env, "").strip()
+    if not token:
+        raise CommandError(f"--remote needs the session's token in ${args.token_env}", EXIT_USAGE)
+    body = json.dumps({"event": args.event, "payload": payload}).encode()
+    request = urllib.request.Request(
+        _hook_url(args.remote),
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read().decode()
+    except urllib.error.HTTPError as error:
+        code = EXIT_INVALID if error.code in (400, 401, 403, 413, 429) else EXIT_FAILED
+        raise CommandError(f"the hub refused the hook: {error.code} {error.reason}", code) from None
+    except (urllib.error.URLError, OSError) as error:
+        raise CommandError(f"the hub could not be reached: {error}", EXIT_FAILED) from None
+    if text.strip():
+        print_flushed(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from termal_tui.agents.hooks import parse_hook_input, run_hook
     from termal_tui.cli.output import print_flushed
 
-    path = database(args, parser)
     stdin = sys.stdin
     payload = parse_hook_input(stdin.read() if stdin is not None and not stdin.isatty() else "")
+    if args.remote:
+        return _run_remote(args, parser, payload)
+    if not args.session:
+        parser.error("the following arguments are required: --session (or --remote URL)")
+    path = database(args, parser)
     run_hook(
         path,
         registry_for(path),

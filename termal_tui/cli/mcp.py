@@ -1,11 +1,12 @@
-"""``termal-tui mcp --session NAME [DB] [--channel]``: one agent's stdio MCP server."""
+"""``termal-tui mcp --session NAME [DB] [--channel]``: one agent's stdio MCP server;
+``termal-tui mcp --remote URL [--token-env VAR] [--channel]``: the same, forwarded to a hub."""
 
 from __future__ import annotations
 
 import argparse
 
 from termal_tui.cli.agents import busy_timeout, database, registry_for
-from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, CommandError, add_db
+from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, add_db
 
 
 def describe(_name: str, _line: str) -> str:
@@ -37,7 +38,22 @@ def _switch(text: str) -> bool:
 
 def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     add_db(parser, positional=True)
-    parser.add_argument("--session", required=True, metavar="NAME", help="the agent's session")
+    parser.add_argument(
+        "--session", metavar="NAME", help="the agent's session (required without --remote)"
+    )
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="forward every call to a hub (termal-tui serve) at URL, e.g. "
+        "https://hub.example:8765/mcp; the token decides the session",
+    )
+    parser.add_argument(
+        "--token-env",
+        metavar="VAR",
+        default="TERMAL_TUI_TOKEN",
+        help="with --remote: the environment variable holding the session's token "
+        "(default TERMAL_TUI_TOKEN)",
+    )
     parser.add_argument("--agent", help="what runs it (shown by termal_list_sessions)")
     parser.add_argument(
         "--register",
@@ -66,7 +82,44 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument("--interval", type=_interval, default=0.2, help=argparse.SUPPRESS)
 
 
+def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import os
+
+    if args.session or args.register or args.project or args.db or args.db_option:
+        parser.error(
+            "with --remote the hub's file and the token decide the session: leave out "
+            "DB, --db, --session, --register and --project"
+        )
+    if not args.remote.startswith(("http://", "https://")):
+        parser.error("--remote takes an http:// or https:// URL (the hub's /mcp endpoint)")
+    token = os.environ.get(args.token_env, "").strip()
+    if not token:
+        raise CommandError(
+            f"--remote needs the session's token in ${args.token_env} (from `termal-tui "
+            "session token NAME` on the hub)",
+            EXIT_USAGE,
+        )
+    try:
+        from termal_tui.agents.remote import RemoteOptions, serve_remote
+    except ImportError:
+        raise CommandError(
+            "the MCP server needs the official mcp SDK: pip install 'termal-tui[mcp]'",
+            EXIT_FAILED,
+        ) from None
+    import anyio
+
+    options = RemoteOptions(
+        url=args.remote, token=token, channel=args.channel or args.channel_switch
+    )
+    anyio.run(serve_remote, options)
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.remote:
+        return _run_remote(args, parser)
+    if not args.session:
+        parser.error("the following arguments are required: --session (or --remote URL)")
     path = database(args, parser)
     if not args.register:
         # An unknown or removed name is refused before the server starts (one sentence

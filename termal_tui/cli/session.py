@@ -1,4 +1,5 @@
-"""``termal-tui session add NAME | list | rm NAME``: the session registry."""
+"""``termal-tui session add NAME | list | rm NAME | token NAME [--revoke]``: the session
+registry."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,15 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     rm = add_subparser(actions, "rm", "remove a session (ends its mailbox participation)")
     rm.add_argument("name")
     add_db(rm)
+    token = add_subparser(
+        actions,
+        "token",
+        "print a new bearer token for the session (for termal-tui serve; replaces its "
+        "previous one; only a hash is kept)",
+    )
+    token.add_argument("name")
+    token.add_argument("--revoke", action="store_true", help="end the session's token")
+    add_db(token)
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -68,10 +79,28 @@ async def _session(args: argparse.Namespace, path: Path) -> int:
                 departed = await writer.mark_session_left(session.id)
         print(f"removed {session.name} ({session.id}); left {departed} mailbox(es)")
         return EXIT_OK
+    if args.action == "token":
+        if args.revoke:
+            session, ended = await asyncio.to_thread(registry.revoke_token, args.name)
+            state = "revoked its token" if ended else "it had no token"
+            print(f"{session.name} ({session.id}): {state}")
+            return EXIT_OK
+        session, token = await asyncio.to_thread(registry.issue_token, args.name)
+        print(token)  # alone on stdout, for $(termal-tui session token NAME)
+        print(
+            f"termal-tui: a new token for {session.name} ({session.id}); its previous one, "
+            "if any, no longer works",
+            file=sys.stderr,
+        )
+        return EXIT_OK
     sessions = await asyncio.to_thread(registry.sessions, args.all)
     unread = await _unread_by_session(path, [s.id for s in sessions])
+    holders = await asyncio.to_thread(registry.token_holders)
     if args.json:
-        documents = [session_json(s) | {"unreadCount": unread.get(s.id, 0)} for s in sessions]
+        documents = [
+            session_json(s) | {"unreadCount": unread.get(s.id, 0), "hasToken": s.id in holders}
+            for s in sessions
+        ]
         print(json.dumps(documents, indent=2, ensure_ascii=False))
         return EXIT_OK
     from termal_tui.cli.table import print_table
@@ -83,12 +112,13 @@ async def _session(args: argparse.Namespace, path: Path) -> int:
             s.status,
             str(unread.get(s.id, 0)),
             "connected" if s.channel_connected() else "",
+            "yes" if s.id in holders else "",
             s.agent or "",
             s.created_at[:19].replace("T", " "),
         ]
         for s in sessions
     ]
-    headers = ["name", "id", "status", "unread", "channel", "agent", "created"]
+    headers = ["name", "id", "status", "unread", "channel", "token", "agent", "created"]
     print_table(headers, rows, "no sessions yet")
     return EXIT_OK
 

@@ -1,0 +1,174 @@
+"""``termal-tui serve [--db DB] [--host 127.0.0.1] [--port 8765]``: the hub
+(``agents/hub.py``): every session's tools over MCP streamable HTTP at ``/mcp``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from termal_tui.cli.agents import busy_timeout, database, registry_for
+from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, add_db
+
+LEVELS = ("debug", "info", "warning", "error")
+
+
+def describe(_name: str, _line: str) -> str:
+    return (
+        "Serve TermAl's mailbox and board tools to agents on other machines over MCP "
+        "streamable HTTP at /mcp. Each session authenticates with its own bearer token "
+        "(termal-tui session token NAME); the token decides who the caller is. Loopback "
+        "only unless --allow-remote. The viewer needs no network: run it on this host "
+        "(over SSH)."
+    )
+
+
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError("must be more than 0")
+        return value
+
+    return parse
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("a port is 0..65535 (0: any free port)")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser, _name: str) -> None:
+    from termal_tui.agents.hub import HubLimits
+
+    defaults = HubLimits()
+    add_db(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    parser.add_argument("--port", type=_port, default=8765, help="port (0: any free port)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host that is not loopback (prints what it exposes)",
+    )
+    parser.add_argument("--certfile", type=Path, help="TLS certificate (PEM), with --keyfile")
+    parser.add_argument("--keyfile", type=Path, help="TLS private key (PEM)")
+    parser.add_argument("--log-level", choices=LEVELS, default="info", help="log threshold")
+    parser.add_argument(
+        "--request-log-level",
+        choices=LEVELS,
+        default="info",
+        help="the level of the one line logged per request",
+    )
+    limits = parser.add_argument_group("limits")
+    limits.add_argument(
+        "--rate",
+        type=_positive(float),
+        default=defaults.rate,
+        help=f"requests per second per token, sustained (default {defaults.rate:g})",
+    )
+    limits.add_argument(
+        "--burst",
+        type=_positive(int),
+        default=defaults.burst,
+        help=f"requests per token at once (default {defaults.burst})",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=defaults.max_connections,
+        help=f"concurrent HTTP connections (default {defaults.max_connections}; 503 beyond)",
+    )
+    limits.add_argument(
+        "--max-sessions",
+        type=_positive(int),
+        default=defaults.max_sessions,
+        help=f"open MCP sessions (default {defaults.max_sessions})",
+    )
+    limits.add_argument(
+        "--session-idle",
+        type=_positive(float),
+        default=defaults.session_idle,
+        help=f"seconds an MCP session may stay idle (default {defaults.session_idle:g})",
+    )
+    limits.add_argument(
+        "--keep-alive",
+        type=_positive(float),
+        default=defaults.keep_alive,
+        help=f"seconds an idle HTTP connection stays open (default {defaults.keep_alive:g})",
+    )
+    limits.add_argument(
+        "--drain",
+        type=_positive(float),
+        default=defaults.drain,
+        help=f"SIGTERM: seconds in-flight calls may take to finish (default {defaults.drain:g})",
+    )
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    path = database(args, parser)
+    try:
+        from termal_tui.agents.hub import (
+            HubLimits,
+            HubOptions,
+            bind,
+            exposure_lines,
+            is_loopback,
+            run_hub,
+        )
+    except ImportError:
+        raise CommandError(
+            "the hub needs the official mcp SDK: pip install 'termal-tui[mcp]'", EXIT_FAILED
+        ) from None
+    if (args.certfile is None) != (args.keyfile is None):
+        parser.error("--certfile and --keyfile go together")
+    options = HubOptions(
+        db_path=path,
+        host=args.host,
+        port=args.port,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+        log_level=args.log_level,
+        request_log_level=args.request_log_level,
+        limits=HubLimits(
+            rate=args.rate,
+            burst=args.burst,
+            max_connections=args.max_connections,
+            max_sessions=args.max_sessions,
+            session_idle=args.session_idle,
+            keep_alive=args.keep_alive,
+            drain=args.drain,
+        ),
+        busy_timeout=busy_timeout(),
+    )
+    registry = registry_for(path)
+    if not is_loopback(args.host):
+        if not args.allow_remote:
+            raise CommandError(
+                f"--host {args.host} is not a loopback address: every session with a token "
+                "would be reachable from the network; pass --allow-remote to mean it (and "
+                "--certfile/--keyfile, or put a TLS reverse proxy in front)",
+                EXIT_USAGE,
+            )
+        for line in exposure_lines(options, registry):
+            print(line, file=sys.stderr)
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as error:
+        raise CommandError(
+            f"cannot listen on {args.host}:{args.port}: {error}", EXIT_FAILED
+        ) from None
+
+    def ready(url: str) -> None:
+        print(f"termal-tui serve: {url} (database {path})", file=sys.stderr, flush=True)
+
+    run_hub(options, sock, on_ready=ready)
+    return EXIT_OK
