@@ -65,14 +65,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from termal_tui import __version__
 from termal_tui.agents.board_tools import BOARD_TOOL_NAMES, BoardTools
 from termal_tui.agents.hooks import HOOK_EVENTS
 from termal_tui.agents.mcp_server import (
     CHANNEL_METHOD,
-    INSTRUCTIONS,
     ChannelNotification,
-    tool_catalog,
+    catalog_server,
     tool_result,
 )
 from termal_tui.agents.registry import Registry
@@ -329,26 +327,15 @@ class Hub:
         return board
 
     def _build_server(self) -> Server:
-        catalog = [types.Tool.model_validate(tool) for tool in tool_catalog()]
-
-        async def list_tools(
-            _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
-        ) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=catalog)
-
-        async def call_tool(
-            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        async def call(
+            ctx: ServerRequestContext[Any], name: str, arguments: Mapping[str, Any]
         ) -> types.CallToolResult:
-            arguments: Mapping[str, Any] = params.arguments or {}
             caller = _request_caller(ctx)
             if caller is None:  # not reachable through RequireAuthMiddleware
                 return tool_result("this request carries no verified token", is_error=True)
-            try:
-                if params.name in BOARD_TOOL_NAMES:
-                    return tool_result(await self.board_for(caller).call(params.name, arguments))
-                return tool_result(await self.tools_for(caller).call(params.name, arguments))
-            except Exception as error:
-                return tool_result(str(as_tool_error(error)), is_error=True)
+            if name in BOARD_TOOL_NAMES:
+                return tool_result(await self.board_for(caller).call(name, arguments))
+            return tool_result(await self.tools_for(caller).call(name, arguments))
 
         async def on_initialized(
             ctx: ServerRequestContext[Any], _params: types.NotificationParams
@@ -363,17 +350,7 @@ class Hub:
             if mcp_session and self._background is not None:
                 self._background.start_soon(self._watch, caller, mcp_session, ctx.session)
 
-        server: Server = Server(
-            "termal-tui",
-            version=__version__,
-            instructions=INSTRUCTIONS,
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-        )
-        server.add_notification_handler(
-            "notifications/initialized", types.NotificationParams, on_initialized
-        )
-        return server
+        return catalog_server(call, on_initialized)
 
     def _wake_stream_open(self, mcp_session: str) -> bool:
         # The SDK drops a server-initiated notification when no GET stream is open (it keeps

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -88,13 +88,17 @@ def _result(value: Any, is_error: bool = False) -> types.CallToolResult:
 tool_result = _result
 
 
-def build_server(
-    tools: AgentTools,
-    *,
-    channel: bool,
-    on_initialized: Any = None,
-    board: BoardTools | None = None,
-) -> Server:
+ToolCall = Callable[
+    [ServerRequestContext[Any], str, Mapping[str, Any]], Awaitable[types.CallToolResult]
+]
+Initialized = Callable[[ServerRequestContext[Any], types.NotificationParams], Awaitable[None]]
+
+
+def catalog_server(call: ToolCall, on_initialized: Initialized | None = None) -> Server:
+    """An MCP server listing TermAl's tools, each call answered by ``call`` (any failure
+    it raises becomes a tool error the agent can read), with an optional handler for
+    ``notifications/initialized`` (where channel pushes start). The stdio server, the hub
+    and the remote shim are all this; they differ only in how a call is answered."""
     catalog = [types.Tool.model_validate(tool) for tool in tool_catalog()]
 
     async def list_tools(
@@ -103,13 +107,10 @@ def build_server(
         return types.ListToolsResult(tools=catalog)
 
     async def call_tool(
-        _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        arguments: Mapping[str, Any] = params.arguments or {}
         try:
-            if board is not None and params.name in BOARD_TOOL_NAMES:
-                return _result(await board.call(params.name, arguments))
-            return _result(await tools.call(params.name, arguments))
+            return await call(ctx, params.name, params.arguments or {})
         except Exception as error:  # every failure is a tool error the agent can read
             return _result(str(as_tool_error(error)), is_error=True)
 
@@ -120,11 +121,28 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    if channel and on_initialized is not None:
+    if on_initialized is not None:
         server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, on_initialized
         )
     return server
+
+
+def build_server(
+    tools: AgentTools,
+    *,
+    channel: bool,
+    on_initialized: Any = None,
+    board: BoardTools | None = None,
+) -> Server:
+    async def call(
+        _ctx: ServerRequestContext[Any], name: str, arguments: Mapping[str, Any]
+    ) -> types.CallToolResult:
+        if board is not None and name in BOARD_TOOL_NAMES:
+            return _result(await board.call(name, arguments))
+        return _result(await tools.call(name, arguments))
+
+    return catalog_server(call, on_initialized if channel else None)
 
 
 async def serve(options: ServerOptions) -> None:

@@ -27,19 +27,16 @@ from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, ConfigDict
 
-from termal_tui import __version__
 from termal_tui.agents.mcp_server import (
     CHANNEL_CAPABILITY,
     CHANNEL_METHOD,
-    INSTRUCTIONS,
     ChannelNotification,
-    tool_catalog,
+    catalog_server,
     tool_result,
 )
 from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN
@@ -170,7 +167,6 @@ def _transit_failure(name: str, error: BaseException) -> str:
 
 async def serve_remote(options: RemoteOptions) -> None:
     """Serve one agent over stdio, every call forwarded to the hub, until stdin closes."""
-    catalog = [types.Tool.model_validate(tool) for tool in tool_catalog()]
     local: list[ServerSession] = []
     waiting: dict[str, ChannelEvent] = {}  # wakes that arrived before the client was ready
     pending: set[str] = set()  # mailboxes with a wake pushed here and not yet engaged
@@ -196,21 +192,15 @@ async def serve_remote(options: RemoteOptions) -> None:
 
     link = HubLink(options, on_wake)
 
-    async def list_tools(
-        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=catalog)
-
-    async def call_tool(
-        _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    async def call(
+        _ctx: ServerRequestContext[Any], name: str, arguments: Mapping[str, Any]
     ) -> types.CallToolResult:
-        arguments: Mapping[str, Any] = params.arguments or {}
         try:
-            result = await link.call(params.name, arguments)
+            result = await link.call(name, arguments)
         except Exception as error:
-            return tool_result(_transit_failure(params.name, error), is_error=True)
+            return tool_result(_transit_failure(name, error), is_error=True)
         if not result.is_error:
-            _engaged(params.name, arguments, result, pending)
+            _engaged(name, arguments, result, pending)
         return result
 
     async def on_initialized(
@@ -221,16 +211,7 @@ async def serve_remote(options: RemoteOptions) -> None:
             waiting.pop(event.meta.get("mailbox_id", ""), None)
             await deliver(event)
 
-    server: Server = Server(
-        "termal-tui",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-    server.add_notification_handler(
-        "notifications/initialized", types.NotificationParams, on_initialized
-    )
+    server = catalog_server(call, on_initialized)
     experimental: dict[str, dict[str, Any]] | None = (
         {CHANNEL_CAPABILITY: {}} if options.channel else None
     )
