@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
 from termal_tui.notifiers import channel_alive, registry_path_for
@@ -198,6 +198,17 @@ class Session(NamedTuple):
         return channel_alive(
             self.channel_pid, self.channel_seen_at, time.time() if now is None else now
         )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The session as ``termal_list_sessions`` lists it (TermAl's fields)."""
+        return {
+            "sessionId": self.id,
+            "name": self.name,
+            "agent": self.agent,
+            "status": self.status,
+            "workdir": self.workdir,
+            "preview": None,
+        }
 
     @property
     def status(self) -> str:

@@ -205,18 +205,6 @@ class SendReceipt(NamedTuple):
         }
 
 
-def session_wire(session: Session) -> dict[str, Any]:
-    """One entry of ``termal_list_sessions``."""
-    return {
-        "sessionId": session.id,
-        "name": session.name,
-        "agent": session.agent,
-        "status": session.status,
-        "workdir": session.workdir,
-        "preview": None,
-    }
-
-
 class AgentTools:
     """The six tools, serving one session: a typed API (the CLI calls it) and
     :meth:`call`, TermAl's JSON tool calls over it (the MCP server calls that).
@@ -552,7 +540,7 @@ async def _json_send(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[st
 
 
 async def _json_sessions(tools: AgentTools, _arguments: Mapping[str, Any]) -> dict[str, Any]:
-    return {"sessions": [session_wire(s) for s in await tools.sessions()]}
+    return {"sessions": [s.to_wire() for s in await tools.sessions()]}
 
 
 async def _json_mailboxes(tools: AgentTools, _arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -139,12 +139,8 @@ async def _unread_by_session(path: Path, session_ids: list[str]) -> dict[str, in
 
 
 def session_json(session: Session) -> dict[str, Any]:
-    return {
-        "sessionId": session.id,
-        "name": session.name,
-        "agent": session.agent,
-        "status": session.status,
-        "workdir": session.workdir,
+    listed = {key: value for key, value in session.to_wire().items() if key != "preview"}
+    return listed | {
         "createdAt": session.created_at,
         "removedAt": session.removed_at,
         "channelConnected": session.channel_connected(),
