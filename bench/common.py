@@ -78,14 +78,16 @@ def big_mailbox_db() -> Path:
     return path
 
 
-def index_db() -> Path:
-    path = DATA / "index.sqlite"
+def index_db(mailboxes: int = INDEX_MAILBOXES) -> Path:
+    """``mailboxes`` two-message mailboxes (one unread row each)."""
+    name = "index.sqlite" if mailboxes == INDEX_MAILBOXES else f"index-{mailboxes}.sqlite"
+    path = DATA / name
     if path.exists():
         return path
     DATA.mkdir(parents=True, exist_ok=True)
     _create(path)
     db = sqlite3.connect(path)
-    for n in range(INDEX_MAILBOXES):
+    for n in range(mailboxes):
         mid = f"mailbox-{n:08d}-0000-4000-8000-000000000000"
         a, b = f"session-{n}", f"session-{n + 1}"
         db.execute(

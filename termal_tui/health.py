@@ -5,8 +5,9 @@ participant, what a person needs to see at a glance:
 
 - ``never-woken``: unread rows whose wake never went out (state still
   ``durableButNotWoken``) older than a threshold;
-- ``woken-unprocessed``: rows whose wake was delivered to an idle session, still
-  unprocessed past a threshold (the receiver saw the prompt and did nothing);
+- ``woken-unprocessed``: rows whose wake was delivered to an idle session or woken by
+  a recovery pass (``recoveredWake``), still unprocessed past a threshold (the receiver
+  was prompted and did nothing);
 - ``receiver-gone``: unread rows for a participant that has left;
 - ``lagging``: the oldest unprocessed row is older than a threshold (any state).
 
@@ -16,7 +17,7 @@ Findings are ranked by severity, then by age (oldest first).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -155,9 +156,9 @@ SELECT p.mailbox_id, p.session_id, p.display_name, p.processed_through, p.left_a
   SUM(u.notification_disposition = 'durableButNotWoken'),
   MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.sequence END),
   MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.created_at END),
-  SUM(u.notification_disposition = 'deliveredToIdleSession'),
-  MIN(CASE WHEN u.notification_disposition = 'deliveredToIdleSession' THEN u.sequence END),
-  MIN(CASE WHEN u.notification_disposition = 'deliveredToIdleSession' THEN u.created_at END)
+  SUM(u.notification_disposition IN ('deliveredToIdleSession', 'recoveredWake')),
+  MIN(CASE WHEN u.notification_disposition IN ('deliveredToIdleSession', 'recoveredWake') THEN u.sequence END),
+  MIN(CASE WHEN u.notification_disposition IN ('deliveredToIdleSession', 'recoveredWake') THEN u.created_at END)
 FROM mailbox_participants p
 JOIN mailbox_messages u
   ON u.mailbox_id = p.mailbox_id AND u.sequence > p.processed_through
@@ -179,9 +180,15 @@ def collect(
     now: datetime,
     thresholds: Thresholds,
     notifiers: Mapping[str, Notifier] | None = None,
+    mailbox_ids: Collection[str] | None = None,
 ) -> HealthReport:
-    """Run on the reader's thread inside one read snapshot (see MailboxReader.health)."""
+    """Run on the reader's thread inside one read snapshot (see MailboxReader.health).
+    With ``mailbox_ids``, findings only for those mailboxes (the index's loaded cards);
+    ``mailboxes`` still counts every visible one."""
     rows = db.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
+    if mailbox_ids is not None:
+        wanted = set(mailbox_ids)
+        rows = [row for row in rows if row[0] in wanted]
     ids = sorted({row[0] for row in rows})
     by_mailbox, _ = queries.participants(db, ids)
     names = {mid: " ⇄ ".join(p.display_name for p in found) for mid, found in by_mailbox.items()}
@@ -257,13 +264,17 @@ def collect(
 
 
 async def health_report(
-    reader: MailboxReader, now: datetime | None = None, thresholds: Thresholds | None = None
+    reader: MailboxReader,
+    now: datetime | None = None,
+    thresholds: Thresholds | None = None,
+    mailbox_ids: Collection[str] | None = None,
 ) -> HealthReport:
-    """Stuck hand-offs across every mailbox, in one read snapshot of ``reader``."""
+    """Stuck hand-offs across every mailbox (or only ``mailbox_ids``), in one read
+    snapshot of ``reader``."""
     moment = now or utc_now()
     limits = thresholds or Thresholds()
     notifiers = read_notifiers(reader.path, moment.timestamp())
-    return await reader.query(lambda db: collect(db, moment, limits, notifiers))
+    return await reader.query(lambda db: collect(db, moment, limits, notifiers, mailbox_ids))
 
 
 def utc_now() -> datetime:

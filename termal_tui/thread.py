@@ -81,6 +81,12 @@ def _cursor_of(summary: MailboxSummary | None, session_id: str) -> int:
     return 0
 
 
+def latest_shown(summary: MailboxSummary) -> int:
+    """The one "latest #N" every view shows for a mailbox (tab header, palette): its
+    latest visible row, or a cursor past it (a hidden control-plane row acknowledged)."""
+    return max([summary.latest_sequence, *(p.processed_through for p in summary.participants)])
+
+
 class ThreadModel:
     """Messages by id, newest first, gaps, expanded rows, pending new rows, ``has_older``."""
 
@@ -118,9 +124,8 @@ class ThreadModel:
     @property
     def latest_sequence(self) -> int:
         """The latest sequence to show: never below a loaded row or a cursor."""
-        latest = self.summary.latest_sequence if self.summary else 0
-        cursors = [p.processed_through for p in self.summary.participants] if self.summary else []
-        return max([latest, self.newest_sequence, *cursors])
+        latest = latest_shown(self.summary) if self.summary else 0
+        return max(latest, self.newest_sequence)
 
     def index_of(self, key: str) -> int | None:
         message = self.by_id.get(key)

@@ -91,6 +91,8 @@ async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkey
 
     path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("TMUX", raising=False)
     app = app_for(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
@@ -103,14 +105,20 @@ async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkey
         await pilot.pause()
         assert app.clipboard == message.body  # exact, escapes and all (sent base64)
         notes = [n.message for n in app._notifications]
-        assert any(f"Copied {len(message.body):,} characters of #4" in n for n in notes)
+        assert any(f"Sent {len(message.body):,} characters of #4" in n for n in notes)
+        assert any("terminal allows" in n for n in notes)
         assert any("control/invisible characters" in n for n in notes)
         await pilot.press("C")
         await pilot.pause()
         assert app.clipboard == message.id
         await pilot.press("e")
         await pilot.pause()
-        (written,) = tmp_path.glob("termal-export-*.jsonl")
+        # Not into the working directory: the default export directory.
+        assert not list(tmp_path.glob("termal-*.jsonl"))
+        (written,) = (tmp_path / "data" / "termal-tui" / "exports").glob("termal-*.jsonl")
         records = [json.loads(line) for line in written.read_text().splitlines()]
         assert [r["sequence"] for r in records] == [1, 2, 3, 4, 5, 6]
-        assert any(str(written) in n.message for n in app._notifications)
+        # The file name whole on a line of its own (a toast wraps at spaces).
+        note = next(n for n in app._notifications if n.title.startswith("Exported"))
+        assert note.message.split("\n")[0] == written.name
+        assert str(written.parent) in note.message

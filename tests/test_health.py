@@ -195,8 +195,8 @@ async def test_the_viewer_s_thresholds_reach_the_index_markers(tmp_path):
             await wait_for(lambda index=index: index.problems)
             await settle(app, pilot)
             markers[name] = set(index.problems.values())
-    assert markers["default"] > {"gone"}  # the demo has rows waiting past 120 s
-    assert markers["patient"] == {"gone"}  # leaving is never fine
+    assert markers["default"] > {"receiver gone"}  # the demo has rows waiting past 120 s
+    assert markers["patient"] == {"receiver gone"}  # leaving is never fine
 
 
 async def test_index_cards_are_drawn_before_the_health_markers(tmp_path, monkeypatch):
@@ -242,8 +242,8 @@ async def test_the_health_view_posts_typed_results_and_fails_into_one_stale_stat
 
     path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
     for error, shown in (
-        (StoreError("the disk went away"), "● Stale the disk went away"),
-        (RuntimeError("boom"), "● Stale unexpected error: RuntimeError: boom"),
+        (StoreError("the disk went away"), "● Stale 12:00:00 the disk went away"),
+        (RuntimeError("boom"), "● Stale 12:00:00 unexpected error: RuntimeError: boom"),
     ):
         posted: list[str] = []
         app = app_for(path)

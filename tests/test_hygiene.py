@@ -31,7 +31,11 @@ LAYERS: dict[str, int] = {
     "termal_tui.health": 3,
     "termal_tui.notifiers": 3,
     "termal_tui.thread": 3,
+    "termal_tui.board_view": 3,
     "termal_tui.export": 3,
+    "termal_tui.vocabulary": 3,
+    "termal_tui.attention": 3,
+    "termal_tui.viewer_config": 3,
     "termal_tui.demo": 3,
     "termal_tui.tui": 4,
     "termal_tui.agents": 4,
@@ -129,7 +133,8 @@ def test_the_viewer_and_the_agents_never_import_each_other():
         for line, target in project_imports(path):
             if module.startswith("termal_tui.tui") and (
                 target.startswith(("termal_tui.agents", "termal_tui.cli"))
-                or target in ("termal_tui.store.writer", "termal_tui.demo")
+                or target
+                in ("termal_tui.store.writer", "termal_tui.store.board.writer", "termal_tui.demo")
             ):
                 crossing.append(f"{module}:{line} → {target}")
             if module.startswith("termal_tui.agents") and target.startswith(
@@ -149,7 +154,8 @@ def test_headless_core_imports_no_textual_or_rich():
     modules = _loaded_after(
         "import termal_tui.store, termal_tui.store.writer, termal_tui.models, "
         "termal_tui.presentation, termal_tui.sanitize, termal_tui.review, termal_tui.demo, "
-        "termal_tui.thread, termal_tui.health, termal_tui.export"
+        "termal_tui.thread, termal_tui.health, termal_tui.export, termal_tui.board_view, "
+        "termal_tui.vocabulary, termal_tui.attention, termal_tui.viewer_config"
     )
     assert not {m for m in modules if m.split(".")[0] in {"textual", "rich"}}
 
@@ -157,10 +163,12 @@ def test_headless_core_imports_no_textual_or_rich():
 def test_viewer_never_loads_the_writer():
     modules = _loaded_after(
         "import termal_tui.tui.app, termal_tui.cli, termal_tui.cli.viewer, termal_tui.export, "
-        "termal_tui.tui.screens.health, termal_tui.tui.screens.search"
+        "termal_tui.tui.screens.health, termal_tui.tui.screens.search, "
+        "termal_tui.tui.screens.board"
     )
     assert "termal_tui.tui.app" in modules
     assert "termal_tui.store.writer" not in modules
+    assert "termal_tui.store.board.writer" not in modules
     assert "termal_tui.demo" not in modules
 
 

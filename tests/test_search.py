@@ -42,7 +42,8 @@ async def test_a_hit_streams_in_and_enter_jumps_to_it(tmp_path, monkeypatch):
         assert "1 match for “ROW 1234.” · whole mailbox searched" in str(
             screen.query_one("#search-status").render()
         )
-        await pilot.press("tab", "enter")  # focus the results, choose the first
+        assert app.focused is screen.query_one("#results")  # enter moved to the results
+        await pilot.press("enter")  # choose the first
         await settle(app, pilot)
         assert app.active_view().highlighted_message().sequence == 1234
 

@@ -1,4 +1,4 @@
-"""SVG snapshots at 80x24 and 120x40 with a fixed clock, TZ and demo database (built in
+"""SVG snapshots at 60x20, 80x24 and 120x40 with a fixed clock, TZ and demo database (built in
 this run's own temporary directory, so parallel runs never share a file)."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _press(key: str):
     return run_before
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (60, 20)])
 class TestSnapshots:
     def test_index(self, snap_compare, snapshot_db, size):
         assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=_settle)
@@ -98,3 +98,23 @@ class TestSnapshots:
 
     def test_empty_database(self, snap_compare, empty_db, size):
         assert snap_compare(app_for(empty_db), terminal_size=size, run_before=_settle)
+
+    def test_help(self, snap_compare, snapshot_db, size):
+        run = _press("question_mark")
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run)
+
+    def test_full_body_screen(self, snap_compare, snapshot_db, size):
+        async def run_before(pilot) -> None:
+            await _open("backend", "reviewer")(pilot)
+            await pilot.press("f")
+            await _settle(pilot)
+
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run_before)
+
+    def test_search_results(self, snap_compare, snapshot_db, size):
+        async def run_before(pilot) -> None:
+            await _open("planner", "backend")(pilot)
+            await pilot.press("slash", *"migration", "enter")
+            await _settle(pilot)
+
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run_before)

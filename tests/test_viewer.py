@@ -164,23 +164,24 @@ async def test_enter_expands_a_row_with_wake_diagnostics_and_full_body_opens(dem
         await pilot.pause()
         text = str(thread(view).get_option(view.messages[1].id).prompt)
         for label in (
-            "Wake state",
-            "Dispatch outcome",
+            "Wake now",
+            "Wake at send",
             "State stamp",
-            "Unread at append",
+            "Unread at send",
             "Message id",
             "Idempotency key",
             "more lines — press f for the full body",
         ):
             assert label in text
-        assert "queuedBehindActiveTurn" in text
+        # Plain words first, TermAl's value beside them.
+        assert "queued behind a turn (queuedBehindActiveTurn)" in text
         await pilot.press("f")
         await pilot.pause()
         assert type(app.screen).__name__ == "BodyScreen"
         await pilot.press("escape")
         await pilot.press("enter")
         await pilot.pause()
-        assert "Wake state" not in str(thread(view).get_option(view.messages[1].id).prompt)
+        assert "Wake now" not in str(thread(view).get_option(view.messages[1].id).prompt)
 
 
 async def test_refresh_shows_new_rows_at_top_and_announces_them_below_the_top(fresh_demo):

@@ -274,15 +274,15 @@ async def test_a_deep_jump_reads_a_window_and_marks_the_gap(tmp_path):
         assert message is not None and message.sequence == 5_000
         assert len(view.messages) == 50 + 51  # a window, not 15,000 rows
         text = screen_text(app)
-        assert "#5000" in text
+        assert "#5,000" in text
         gap_prompts = [
             str(o.prompt) for o in view.thread.options if o.id and o.id.startswith("gap-")
         ]
         (gap_prompt,) = gap_prompts
         # alpha's cursor (#10000) stands inside the gap: its divider marks the gap row.
         assert gap_prompt.splitlines() == [
-            "──── alpha has processed to here (#10000) ────",
-            "  … up to 14,925 rows not loaded (#5026–#19950) — enter to load",
+            "──── alpha has processed to here (#10,000) ────",
+            "  … up to 14,925 rows not loaded (#5,026–#19,950) — enter to load",
         ]
         view.thread.highlighted = view.model.index_of(view.model.items[50].key)  # the gap row
         await pilot.press("enter")

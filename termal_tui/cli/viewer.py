@@ -13,8 +13,10 @@ from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_databa
 
 if TYPE_CHECKING:
     from termal_tui.health import Thresholds
+    from termal_tui.viewer_config import ViewerConfig
 
 HELP = "open the read-only viewer"
+DEFAULT_INTERVAL: Final = 8.0
 
 
 def describe(_name: str, line: str) -> str:
@@ -89,11 +91,25 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         "--interval",
         metavar="SECONDS",
         type=seconds_arg("the interval must be 0 (off) or a positive number"),
-        default=8.0,
+        default=None,
         help="live refresh interval in seconds (0 turns polling off; default 8)",
     )
     parser.add_argument("--version", action="version", version=f"termal-tui {__version__}")
     add_threshold_flags(parser)  # for the health view (h) and the index markers
+    # A flag not given is None: the config file's value, then the default, applies.
+    parser.set_defaults(**{field: None for _flag, field, _meaning, _d in _THRESHOLD_FLAGS})
+
+
+def settings_from(args: argparse.Namespace, config: ViewerConfig) -> tuple[float, Thresholds]:
+    """Command-line flags over the config file over the defaults."""
+    from termal_tui.health import Thresholds
+
+    interval = args.interval if args.interval is not None else config.interval
+    values = {}
+    for _flag, field, _meaning, default in _THRESHOLD_FLAGS:
+        given = getattr(args, field, None)
+        values[field] = float(given if given is not None else config.thresholds.get(field, default))
+    return (DEFAULT_INTERVAL if interval is None else interval), Thresholds(**values)
 
 
 async def _validate(path: Path, mailbox: str | None, session: str | None) -> None:
@@ -147,13 +163,17 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             message = visible_line(str(error).rstrip("."), 300)
             print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
         from termal_tui.tui.app import make_app
+        from termal_tui.viewer_config import load_config
 
+        config = load_config()  # never raises: a bad file is sentences shown in the app
+        interval, thresholds = settings_from(args, config)
         make_app(
             path,
             session_id=args.session,
             mailbox_id=args.mailbox,
-            poll_interval=args.interval,
-            thresholds=thresholds_from(args),
+            poll_interval=interval,
+            thresholds=thresholds,
+            config=config,
         ).run()
         return 0
     finally:

@@ -278,6 +278,25 @@ def fetch_newest_first(
     return _authorized_rows(db, sql, params, mailbox_id, viewer)
 
 
+def fetch_hidden(
+    db: sqlite3.Connection,
+    mailbox_id: str,
+    first: int,
+    last: int,
+    limit: int,
+    has_dispatch_outcome: bool,
+) -> list[MailboxMessage]:
+    """The control-plane rows (structured review results) between ``first`` and
+    ``last``, newest first: what the views hide, read only when a person asks."""
+    sql = (
+        f"SELECT {message_columns(has_dispatch_outcome)} FROM mailbox_messages "
+        "WHERE mailbox_id = :mid AND sequence BETWEEN :first AND :last "
+        "AND COALESCE(topic, '') = :ctl ORDER BY sequence DESC LIMIT :limit"
+    )
+    params = {"ctl": CONTROL_TOPIC, "mid": mailbox_id, "first": first, "last": last}
+    return fetch_messages(db, sql, params | {"limit": limit})
+
+
 def fetch_message(
     db: sqlite3.Connection, message_id: str, viewer: str | None, has_dispatch_outcome: bool
 ) -> MailboxMessage:
@@ -458,17 +477,64 @@ def _preview(db: sqlite3.Connection, rowid: int, prefix: object, length: int) ->
     return result
 
 
+_KEYSET: Final = (
+    " AND (latest.created_at < :after_at OR (latest.created_at = :after_at AND m.id > :after_id))"
+)
+_FILTER: Final = "WHERE (:mid IS NULL OR m.id = :mid)"
+
+
 def summaries(
-    db: sqlite3.Connection, viewer: str | None, mailbox_id: str | None = None
+    db: sqlite3.Connection,
+    viewer: str | None,
+    mailbox_id: str | None = None,
+    limit: int | None = None,
+    after: tuple[str, str] | None = None,
 ) -> list[MailboxSummary]:
-    """Mailboxes with at least one visible message, newest activity first."""
+    """Mailboxes with at least one visible message, newest activity first; with
+    ``limit``, one keyset page of them after ``after`` (the last card's latest activity
+    time and id), so an index of 100,000 mailboxes builds only what it shows."""
     sql = _HUMAN_SUMMARIES if viewer is None else _SESSION_SUMMARIES
     params: dict[str, Any] = {"ctl": CONTROL_TOPIC, "mid": mailbox_id}
     if viewer is not None:
         params["viewer"] = viewer
+    if after is not None:
+        head, tail = sql.split(_FILTER)
+        sql = head + _FILTER + _KEYSET + tail
+        params |= {"after_at": after[0], "after_id": after[1]}
+    if limit is not None:
+        sql += " LIMIT :limit"
+        params["limit"] = limit
     rows = db.execute(sql, params).fetchall()
     with pause_gc():
         return _build_summaries(db, rows, human=viewer is None)
+
+
+_HUMAN_TOTALS: Final = f"""
+SELECT (SELECT COUNT(*) FROM mailboxes m WHERE EXISTS (
+          SELECT 1 FROM mailbox_messages v WHERE v.mailbox_id = m.id
+          AND {NOT_CONTROL.format(t="v.")} AND typeof(v.sequence) = 'integer')),
+       (SELECT COUNT(u.rowid) FROM mailbox_participants p {_PARTICIPANT_UNREAD})
+"""
+
+_SESSION_TOTALS: Final = f"""
+SELECT COUNT(*), COALESCE(SUM(
+  ({UNREAD_FOR.format(mailbox="m.id", cursor="mine.processed_through", session=":viewer")})), 0)
+FROM mailboxes m
+  JOIN mailbox_participants mine
+    ON mine.mailbox_id = m.id AND mine.session_id = :viewer AND mine.left_at IS NULL
+WHERE EXISTS (SELECT 1 FROM mailbox_messages v WHERE v.mailbox_id = m.id
+  AND {NOT_CONTROL.format(t="v.")} AND typeof(v.sequence) = 'integer')
+"""
+
+
+def totals(db: sqlite3.Connection, viewer: str | None) -> tuple[int, int]:
+    """How many mailboxes :func:`summaries` lists and the sum of their unread counts,
+    without building one summary."""
+    params: dict[str, Any] = {"ctl": CONTROL_TOPIC}
+    if viewer is not None:
+        params["viewer"] = viewer
+    row = db.execute(_HUMAN_TOTALS if viewer is None else _SESSION_TOTALS, params).fetchone()
+    return int(row[0] or 0), int(row[1] or 0)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,11 @@ every reader and writer uses. A file that is rejected leaves no sidecars behind
 (it is checked through an immutable, lock-free open first), and a WAL database in
 a directory we cannot write is opened as an immutable snapshot (``snapshot`` is
 set, and live refresh has nothing to follow).
+
+A reader stays bound to the file it opened: :meth:`MailboxReader.file_state` compares
+the path's device and inode with the ones seen at open (a stat, nothing more), and
+every call refuses to answer from an old file once the path names another one or
+nothing at all (the caller says so and opens the new file).
 """
 
 from __future__ import annotations
@@ -48,6 +53,20 @@ from termal_tui.store.schema import SchemaInfo, verify_readable
 
 T = TypeVar("T")
 
+FILE_GONE = "gone"
+FILE_SWAPPED = "swapped"
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path`` now, or None when nothing is there."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return (-1, -1)  # unreadable metadata: not the file we opened either
+    return (found.st_dev, found.st_ino)
+
 
 class MailboxReader:
     """Read-only queries over one coordination database. Has no method that writes."""
@@ -66,17 +85,59 @@ class MailboxReader:
         self.snapshot = snapshot
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
+        self.identity = file_identity(path)  # the file this connection reads
+        self.closed = False
+
+    def file_state(self) -> str | None:
+        """None while ``path`` is still the file this reader opened; ``FILE_GONE`` when
+        nothing is at the path (moved away or unlinked), ``FILE_SWAPPED`` when another
+        file is there now (a restore, a reinstall). Read-only: one stat."""
+        now = file_identity(self.path)
+        if now is None:
+            return FILE_GONE
+        return None if now == self.identity else FILE_SWAPPED
+
+    def file_problem(self) -> str | None:
+        """The sentence a call fails with when it would read an old or closed file."""
+        if self.closed:
+            return "this connection was closed (the viewer reopened the database)"
+        state = self.file_state()
+        if state == FILE_GONE:
+            return (
+                f"the database file {self.path.name} is gone (moved away or unlinked); "
+                "waiting for it to come back"
+            )
+        if state == FILE_SWAPPED:
+            return f"another file is at {self.path.name} now; opening it"
+        return None
 
     async def _snapshot(self, work: Callable[[sqlite3.Connection], T], single: bool = False) -> T:
         """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""
+        problem = self.file_problem()
+        if problem is not None:
+            raise StorageError(problem)
         try:
             async with self._lock:
                 return await run(self._db, lambda conn: read_snapshot(conn, work, single))
         except sqlite3.Error as error:
             raise describe_error(self.path, error) from error
 
-    async def list_mailboxes(self, *, session_id: str | None = None) -> list[MailboxSummary]:
-        return await self._snapshot(lambda db: queries.summaries(db, session_id))
+    async def list_mailboxes(
+        self,
+        *,
+        session_id: str | None = None,
+        limit: int | None = None,
+        after: tuple[str, str] | None = None,
+    ) -> list[MailboxSummary]:
+        """Newest activity first; ``limit``/``after`` page it (keyset: the last
+        summary's ``(latest_message_at, id)``)."""
+        return await self._snapshot(
+            lambda db: queries.summaries(db, session_id, limit=limit, after=after)
+        )
+
+    async def index_totals(self, *, session_id: str | None = None) -> tuple[int, int]:
+        """(mailboxes, unread) over everything :meth:`list_mailboxes` would list."""
+        return await self._snapshot(lambda db: queries.totals(db, session_id))
 
     async def get_mailbox(
         self, mailbox_id: str, *, session_id: str | None = None
@@ -147,6 +208,27 @@ class MailboxReader:
 
         return await self._snapshot(work, single=True)
 
+    async def read_hidden(
+        self,
+        mailbox_id: str,
+        first: int = 1,
+        last: int = queries.MAX_SEQUENCE,
+        limit: int = READ_LIMIT_DEFAULT,
+        *,
+        session_id: str | None = None,
+    ) -> list[MailboxMessage]:
+        """The control-plane rows (review results) that the human and session views
+        hide, between ``first`` and ``last``, newest first; for a person who asks to see
+        them (the session view: only in a mailbox it takes part in)."""
+        count = clamp_read_limit(check_count("limit", limit))
+        outcome = self.schema.has_dispatch_outcome
+
+        def work(db: sqlite3.Connection) -> list[MailboxMessage]:
+            queries.authorize(db, mailbox_id, session_id)
+            return queries.fetch_hidden(db, mailbox_id, first, last, count, outcome)
+
+        return await self._snapshot(work)
+
     async def read_message(
         self, message_id: str, *, session_id: str | None = None
     ) -> MailboxMessage:
@@ -192,7 +274,22 @@ class MailboxReader:
 
         return await self._snapshot(work)
 
+    async def session_presence(self, session_id: str) -> tuple[int, int]:
+        """(mailboxes the session is still in, mailboxes it has left)."""
+
+        def work(db: sqlite3.Connection) -> tuple[int, int]:
+            row = db.execute(
+                "SELECT COUNT(*) FILTER (WHERE left_at IS NULL), "
+                "COUNT(*) FILTER (WHERE left_at IS NOT NULL) "
+                "FROM mailbox_participants WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            return int(row[0] or 0), int(row[1] or 0)
+
+        return await self._snapshot(work)
+
     async def close(self) -> None:
+        self.closed = True
         await self._db.close()
 
 
@@ -244,7 +341,9 @@ async def open_reader(
         # The directory looked writable but SQLite could not set up the WAL index.
         snapshot = "cannot set up the WAL index: this is a snapshot and live refresh is off"
         db, info = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+    reader = MailboxReader(db, resolved, info, snapshot)
     try:
-        yield MailboxReader(db, resolved, info, snapshot)
+        yield reader
     finally:
+        reader.closed = True
         await db.close()

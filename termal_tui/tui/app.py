@@ -22,19 +22,22 @@ from textual.command import Provider
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.timer import Timer
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Header, TabbedContent, TabPane
 
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import RetryableError, StoreError
-from termal_tui.store.reader import MailboxReader, open_reader
+from termal_tui.store.reader import FILE_SWAPPED, MailboxReader, open_reader
 from termal_tui.tui.messages import CloseRequested, IndexLoaded, OpenMailbox, TitleKnown
+from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
 
 if TYPE_CHECKING:
+    from termal_tui.attention import Watch
     from termal_tui.health import Thresholds
     from termal_tui.tui.widgets.mailbox_view import MailboxView
+    from termal_tui.viewer_config import ViewerConfig
 
 INDEX_PANE: Final = "index"
 DEFAULT_POLL_SECONDS: Final = 8.0
@@ -56,7 +59,9 @@ class MailboxApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "termal-tui (read-only)"
-    COMMANDS = App.COMMANDS | {_mailbox_commands}
+    # One provider: the mailboxes first, then Textual's own commands (Keys, Theme, …).
+    COMMANDS = {_mailbox_commands}
+    PALETTE_HINT: Final = "Open a mailbox by name or id · #N jumps to a message in this tab"
     BINDINGS = [
         Binding("q", "quit", "Quit", show=False, id="quit"),  # shown by the index
         Binding("question_mark", "help", "Help", id="help"),
@@ -66,6 +71,7 @@ class MailboxApp(App[None]):
         Binding("ctrl+left", "previous_tab", "Prev tab", show=False),
         Binding("0", "show_index", "Index", id="index"),
         Binding("h", "health", "Health", show=False, id="health"),
+        Binding("b", "board", "Board", show=False, id="board"),
     ]
 
     def __init__(
@@ -77,19 +83,26 @@ class MailboxApp(App[None]):
         poll_interval: float = DEFAULT_POLL_SECONDS,
         clock: Callable[[], datetime] | None = None,
         thresholds: Thresholds | None = None,
+        config: ViewerConfig | None = None,
     ) -> None:
         super().__init__()
+        self.config = config  # None (tests): no file, defaults everywhere
         self.thresholds = thresholds  # None: health.py's defaults, applied where used
         self.db_path = Path(db_path)
         self.session_id = session_id
         self.initial_mailbox = mailbox_id
         self.poll_interval = poll_interval
         self._clock = clock or (lambda: datetime.now().astimezone())
-        self._stack = contextlib.AsyncExitStack()
+        self._stack = contextlib.AsyncExitStack()  # the open reader's context
         self._reader: MailboxReader | None = None
+        self._watch_timer: Timer | None = None
+        self._reopening = False
         self._panes: dict[str, str] = {}
         self._pane_counter = 0
         self._retry_timer: Timer | None = None
+        self._focused = True  # AppBlur/AppFocus: attention signals only while away
+        self._watch: Watch | None = None
+        self.keymap_applied: dict[str, str] = {}
         self.sub_title = self._subtitle()
 
     def _subtitle(self) -> str:
@@ -118,12 +131,79 @@ class MailboxApp(App[None]):
                 thresholds=self.thresholds,
                 id="mailbox-index",
             )
-        yield Footer(compact=True)
+        yield FittingFooter()  # compact; leaves out the least needed keys when narrow
 
     async def on_mount(self) -> None:
         # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
         # would animate for nothing, and it hides the index until the cards arrive).
+        if self.config is not None:
+            self._apply_config(self.config)
         await self._open_reader()
+
+    # ---------------------------------------------------------------- config
+
+    def _apply_config(self, config: ViewerConfig) -> None:
+        """Theme, keymap and attention from the config file; each problem one sentence
+        in a notification (the defaults stay), never a traceback."""
+        from termal_tui.viewer_config import checked_keymap, remembered_theme
+
+        problems = list(config.problems)
+        theme = remembered_theme() or config.theme
+        if theme:
+            if theme in self.available_themes:
+                self.theme = theme
+            else:
+                problems.append(f"There is no theme {theme!r}; the default theme stays.")
+        self.theme_changed_signal.subscribe(self, self._theme_chosen)
+        if config.keys:
+            keymap, key_problems = checked_keymap(config.keys, self.binding_ids())
+            problems.extend(key_problems)
+            if keymap:
+                self.keymap_applied = keymap
+                self.set_keymap(keymap)
+        if config.attention.enabled:
+            from termal_tui.attention import Watch
+
+            self._watch = Watch(config.attention.watch, config.attention.every)
+        for problem in problems:
+            self.notify(
+                visible_line(problem, 400),
+                title="Config",
+                severity="warning",
+                markup=False,
+                timeout=15,
+            )
+
+    def binding_ids(self) -> dict[str, tuple[str, str]]:
+        """Binding id → (scope, default keys) for every binding a config may remap."""
+        from termal_tui.tui.widgets.mailbox_view import MailboxView
+
+        ids: dict[str, tuple[str, str]] = {}
+        for scope, owner in (("app", MailboxApp), ("index", MailboxIndex), ("tab", MailboxView)):
+            for binding in owner.BINDINGS:
+                if isinstance(binding, Binding) and binding.id:
+                    ids.setdefault(binding.id, (scope, binding.key))
+        return ids
+
+    def _theme_chosen(self, theme: object) -> None:
+        from termal_tui.viewer_config import remember_theme
+
+        problem = remember_theme(self.theme)
+        if problem:
+            self.notify(problem, severity="warning", markup=False)
+
+    def on_app_blur(self) -> None:
+        self._focused = False
+
+    def on_app_focus(self) -> None:
+        self._focused = True
+
+    def write_terminal(self, text: str) -> None:
+        """Bytes straight to the terminal (title, bell, desktop notifications)."""
+        driver = self._driver
+        if driver is not None and text:
+            driver.write(text)
+            driver.flush()
 
     async def on_unmount(self) -> None:
         await self._stack.aclose()
@@ -150,6 +230,10 @@ class MailboxApp(App[None]):
         if self._retry_timer is not None:
             self._retry_timer.stop()
             self._retry_timer = None
+        if self.poll_interval > 0 and self._reader.snapshot is None and not self._watch_timer:
+            # Another file at the path (a restore, a reinstall) is opened within one
+            # interval; a file that is gone makes every read Stale with that reason.
+            self._watch_timer = self.set_interval(self.poll_interval, self._watch_file)
         if self._reader.snapshot is not None:
             self.poll_interval = 0  # an immutable snapshot has no changes to follow
             self.sub_title = self._subtitle()
@@ -168,6 +252,51 @@ class MailboxApp(App[None]):
         if self._reader is None:
             await self._open_reader()
 
+    async def _watch_file(self) -> None:
+        """Each interval: is the path still the file the reader opened? (One stat.)"""
+        reader = self._reader
+        if reader is None or self._reopening or reader.file_state() != FILE_SWAPPED:
+            return
+        self._reopening = True
+        try:
+            await self._reopen()
+        finally:
+            self._reopening = False
+
+    async def _reopen(self) -> None:
+        """Open the new file at the path; the index and every open tab read it from now
+        on (their first page again). If it cannot be opened yet, the old reader keeps
+        refusing (Stale with the reason) and the next tick tries again."""
+        stack = contextlib.AsyncExitStack()
+        try:
+            reader = await stack.enter_async_context(
+                open_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
+            )
+        except StoreError as error:
+            await stack.aclose()
+            self.screen_stack[0].query_one(MailboxIndex).show_error(
+                f"another file is at {self.db_path.name} now and it cannot be opened yet: {error}"
+            )
+            return
+        old, self._stack, self._reader = self._stack, stack, reader
+        await old.aclose()
+        base = self.screen_stack[0]  # the tabs, even under the health view
+        base.query_one(MailboxIndex).reopen(reader)
+        from termal_tui.tui.widgets.mailbox_view import MailboxView
+
+        for view in base.query(MailboxView).results(MailboxView):
+            view.reopen(reader)
+        for screen in self.screen_stack:
+            reopen = getattr(screen, "reopen", None)
+            if callable(reopen):
+                reopen(reader)
+        self.notify(
+            f"{visible_line(str(self.db_path), 200)} was replaced by another file: "
+            "showing the new one.",
+            title="Database replaced",
+            markup=False,
+        )
+
     # ------------------------------------------------------------------ tabs
 
     @on(OpenMailbox)
@@ -183,6 +312,7 @@ class MailboxApp(App[None]):
         pane_id = self._panes.get(mailbox_id)
         if pane_id is not None:
             tabs.active = pane_id
+            self.call_after_refresh(self._tab_in_view)
             if at_sequence is not None:
                 view = self.active_view()
                 if view is not None:
@@ -200,11 +330,25 @@ class MailboxApp(App[None]):
             clock=self._clock,
             interval=self.poll_interval,
             snapshot=self._reader.snapshot is not None,
+            export_dir=self.config.export_dir if self.config is not None else None,
         )
         if at_sequence is not None:
             view.request_jump(at_sequence)
         tabs.add_pane(TabPane(self._tab_title(mailbox_id), view, id=pane_id))
         tabs.active = pane_id
+        self.call_after_refresh(self._tab_in_view)
+
+    def _tab_in_view(self) -> None:
+        """The active tab scrolled into the strip (a tab added and activated at once is
+        not laid out when the strip would scroll to it; a relabel changes widths)."""
+        with contextlib.suppress(NoMatches):
+            tabs = self.query_one("#tabs", TabbedContent)
+            if tabs.active:
+                # The strip scrolls only when forced (its overflow is hidden), as Tabs
+                # does itself on a click; "#tabs-scroll" is Tabs' own container.
+                tab = tabs.get_tab(tabs.active)
+                strip = tabs.query_one("#tabs-scroll")
+                strip.scroll_to_center(tab, animate=False, force=True, immediate=True)
 
     def _tab_title(self, mailbox_id: str) -> Content:
         for summary in self.summaries:
@@ -219,6 +363,7 @@ class MailboxApp(App[None]):
         with contextlib.suppress(NoMatches):  # closed meanwhile
             tab = self.query_one("#tabs", TabbedContent).get_tab(pane_id)
             tab.label = Content(visible_line(title, TAB_TITLE_CHARS))
+        self.call_after_refresh(self._tab_in_view)
 
     @on(TitleKnown)
     def _title_known(self, event: TitleKnown) -> None:
@@ -228,10 +373,32 @@ class MailboxApp(App[None]):
 
     @on(IndexLoaded)
     def _index_loaded(self, event: IndexLoaded) -> None:
-        """Name tabs that were opened before the index knew their participants."""
+        """Name tabs that were opened before the index knew their participants; the
+        terminal's title carries the counts; mail while away is signalled (opt-in)."""
         for summary in event.summaries:
             if summary.id in self._panes:
                 self._label_tab(summary.id, summary_title(summary))
+        self.signal_changes(event.summaries, self.stuck_pairs())
+
+    def stuck_pairs(self) -> list[tuple[str, str]]:
+        """(mailbox id, problem) for each card the health check marked."""
+        problems = getattr(self.query_one(MailboxIndex), "problems", None)
+        if not isinstance(problems, dict):
+            return []
+        return [(mailbox_id, str(problem)) for mailbox_id, problem in problems.items() if problem]
+
+    def signal_changes(self, summaries: list[MailboxSummary], stuck: list[tuple[str, str]]) -> None:
+        from termal_tui.attention import signal_bytes, window_title
+
+        unread = sum(summary.unread_count for summary in summaries)
+        self.write_terminal(window_title(unread, len(stuck)))
+        if self._watch is None or self.config is None:
+            return
+        latest = {s.id: (s.latest_sequence, summary_title(s)) for s in summaries}
+        news = self._watch.changes(latest, stuck)
+        if news and not self._focused and self._watch.due():
+            attention = self.config.attention
+            self.write_terminal(signal_bytes(news, bell=attention.bell, desktop=attention.desktop))
 
     @on(CloseRequested)
     async def _close_requested(self, event: CloseRequested) -> None:
@@ -273,6 +440,7 @@ class MailboxApp(App[None]):
             return
         current = order.index(tabs.active) if tabs.active in order else 0
         tabs.active = order[(current + step) % len(order)]
+        self.call_after_refresh(self._tab_in_view)
 
     def action_next_tab(self) -> None:
         self._cycle(1)
@@ -284,6 +452,10 @@ class MailboxApp(App[None]):
         self.query_one("#tabs", TabbedContent).active = INDEX_PANE
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        tab_action = action in ("next_tab", "previous_tab", "show_index")
+        stack = self.screen_stack
+        if tab_action and stack and stack[-1] is not stack[0]:
+            return False  # the tabs are not on screen (the health view, help, a body)
         if action in ("next_tab", "previous_tab"):
             return len(self._panes) > 0
         if action == "show_index":
@@ -292,10 +464,21 @@ class MailboxApp(App[None]):
 
     # --------------------------------------------------------------- actions
 
+    def action_command_palette(self) -> None:
+        """The palette, with a hint for ``#N`` (App's own, otherwise)."""
+        from textual.command import CommandPalette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):  # type: ignore[arg-type]
+            self.push_screen(CommandPalette(id="--command-palette", placeholder=self.PALETTE_HINT))
+
     def action_help(self) -> None:
         from termal_tui.tui.screens.help import HelpScreen
 
-        self.push_screen(HelpScreen())
+        shown = {
+            binding_id: ",".join(self.get_key_display(Binding(key, "")) for key in keys.split(","))
+            for binding_id, keys in self.keymap_applied.items()
+        }
+        self.push_screen(HelpScreen(shown))
 
     def action_health(self) -> None:
         """Stuck hand-offs across every mailbox; choosing one opens it at the message."""
@@ -307,8 +490,18 @@ class MailboxApp(App[None]):
             if result is not None:
                 self.open_mailbox(result[0], at_sequence=result[1])
 
-        screen = HealthScreen(self._reader, self.thresholds, clock=self._clock)
+        screen = HealthScreen(
+            self._reader, self.thresholds, clock=self._clock, interval=self.poll_interval
+        )
         self.push_screen(screen, chosen)
+
+    def action_board(self) -> None:
+        """The coordination board (projects, keys, values, history), read-only and live."""
+        from termal_tui.tui.screens.board import BoardScreen
+
+        if any(isinstance(screen, BoardScreen) for screen in self.screen_stack):
+            return  # already open (the palette offers it there too)
+        self.push_screen(BoardScreen(self.db_path, interval=self.poll_interval, clock=self._clock))
 
     def jump_to(self, sequence: int) -> None:
         """Select ``#sequence`` in the active tab (for scripts and benchmarks; the
@@ -326,8 +519,11 @@ def make_app(
     poll_interval: float = DEFAULT_POLL_SECONDS,
     clock: Callable[[], datetime] | None = None,
     thresholds: Thresholds | None = None,
+    config: ViewerConfig | None = None,
 ) -> MailboxApp:
-    """Build the viewer for the CLI and for tests."""
+    """Build the viewer for the CLI and for tests (``config``: the config file's theme,
+    keys, export directory and attention; the caller has merged interval and
+    thresholds with the command line)."""
     return MailboxApp(
         db_path,
         session_id=session_id,
@@ -335,4 +531,5 @@ def make_app(
         poll_interval=poll_interval,
         clock=clock,
         thresholds=thresholds,
+        config=config,
     )

@@ -1,6 +1,6 @@
 """Command-palette provider: open a mailbox by id or name, delivery health, refresh; and,
 only while a mailbox tab is active, that tab's own commands (jump to #N, load older, show
-new), which call the view directly."""
+new), which call the view directly; Textual's own commands come after them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from textual.fuzzy import Matcher
 
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
+from termal_tui.thread import latest_shown
 from termal_tui.tui.widgets.index import MailboxIndex
 
 if TYPE_CHECKING:
@@ -36,10 +37,11 @@ class MailboxCommands(Provider):
                 (
                     f"Open mailbox: {names} ({visible_line(summary.id)})",
                     partial(app.open_mailbox, summary.id),
-                    f"{summary.unread_count} unread, latest #{summary.latest_sequence}",
+                    f"{summary.unread_count:,} unread, latest #{latest_shown(summary):,}",
                 )
             )
         commands.append(("Delivery health", app.action_health, "Stuck hand-offs, ranked"))
+        commands.append(("Board", app.action_board, "The coordination board: projects and keys"))
         view = app.active_view()
         if view is None:
             index = app.query_one(MailboxIndex)
@@ -52,8 +54,16 @@ class MailboxCommands(Provider):
             commands.append(("Show new messages", view.show_new, "Bring announced rows in"))
         return commands
 
+    def _system_commands(self, discovering: bool) -> list[tuple[str, object, str]]:
+        """Textual's own (Keys, Maximize, Screenshot, Theme, Quit), after the mailboxes."""
+        return [
+            (command.title, command.callback, command.help)
+            for command in self.app.get_system_commands(self.screen)
+            if command.discover or not discovering
+        ]
+
     async def discover(self) -> Hits:
-        for name, callback, help_text in self._commands():
+        for name, callback, help_text in self._commands() + self._system_commands(True):
             # Content, never a str: a str prompt would be parsed as markup.
             yield DiscoveryHit(Content(name), callback, text=name, help=help_text)  # type: ignore[arg-type]
 
@@ -64,12 +74,12 @@ class MailboxCommands(Provider):
             sequence = int(jump.group(1))
             yield Hit(
                 100,
-                f"Jump to #{sequence} in the current mailbox",
+                f"Jump to #{sequence:,} in the current mailbox",
                 partial(view.jump_to, sequence),
                 help="Loads older pages as needed",
             )
         matcher = self.matcher(query)
-        for name, callback, help_text in self._commands():
+        for name, callback, help_text in self._commands() + self._system_commands(False):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, _highlight(matcher, name), callback, text=name, help=help_text)  # type: ignore[arg-type]

@@ -39,7 +39,22 @@ def read_failed(error: BaseException | None) -> ReadFailed:
 
 @dataclass
 class IndexLoaded(Message):
+    """The index's cards, newest activity first: the first pages (``more``: others
+    follow as the reader scrolls); ``appended``: one more page below the loaded ones."""
+
     summaries: list[MailboxSummary]
+    more: bool = False
+    appended: bool = False
+    empty_reason: str = ""  # with no summaries: why this view lists none
+
+
+@dataclass
+class IndexTotals(Message):
+    """Every mailbox the index would list, and their unread rows (read apart from the
+    cards, which are paged)."""
+
+    mailboxes: int
+    unread: int
 
 
 @dataclass

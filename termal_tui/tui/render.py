@@ -6,6 +6,7 @@ Every string from the database reaches the screen through :func:`line` or :func:
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from textual.content import Content
@@ -19,6 +20,13 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
+from termal_tui.vocabulary import (
+    absolute_time,
+    outcome_words,
+    relative_age,
+    unread_at_append_words,
+    wake_words,
+)
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewEnvelope
@@ -44,21 +52,38 @@ def short_id(identifier: str) -> str:
     return visible_line(tail[:SHORT_ID_CHARS])
 
 
-def card(summary: MailboxSummary, width: int = 78, problem: str | None = None) -> Content:
+def card(
+    summary: MailboxSummary,
+    width: int = 78,
+    problem: str | None = None,
+    now: datetime | None = None,
+) -> Content:
     """A compact two-line notification card for the mailbox index (``problem``: a short
-    word from the health check, shown as a marker)."""
+    word from the health check, shown as a marker; ``now``: ages are relative to it).
+    The first line never wraps: the names give way first, then the time."""
     if summary.unread_count:
         badge = Content.styled(f"{UNREAD_GLYPH} {summary.unread_count:,} unread", "bold $warning")
     else:
         badge = Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
-    when = format_time(summary.latest_message_at) if summary.latest_message_at else ""
-    meta = Content.styled(
-        f"  #{summary.latest_sequence:,} · {visible_line(when)} · {short_id(summary.id)}",
-        "$foreground 65%",
-    )
     if problem:  # the health check's worst finding: the glyph turns red, the word leads
         badge = Content.styled(f"⚠ {summary.unread_count:,} unread", "bold $error")
-    head = Content.assemble(badge, "  ", line(summary_title(summary), "bold", 60), meta)
+    when = ""
+    if summary.latest_message_at:
+        when = (
+            relative_age(summary.latest_message_at, now)
+            if now is not None
+            else format_time(summary.latest_message_at)
+        )
+    room = max(10, width - 1)
+    meta_parts = [f"#{summary.latest_sequence:,}", visible_line(when), short_id(summary.id)]
+    meta_text = "  " + " · ".join(part for part in meta_parts if part)
+    title = visible_line(summary_title(summary))
+    names_room = room - len(badge.plain) - 2 - len(meta_text)
+    if names_room < min(len(title), 16) and when:  # narrow: the time goes first
+        meta_text = f"  #{summary.latest_sequence:,} · {short_id(summary.id)}"
+        names_room = room - len(badge.plain) - 2 - len(meta_text)
+    meta = Content.styled(meta_text, "$foreground 65%")
+    head = Content.assemble(badge, "  ", line(title, "bold", max(6, min(60, names_room))), meta)
     preview_text = (
         summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence}"
     )
@@ -99,7 +124,7 @@ def divider_line(participant: MailboxParticipant) -> Content:
     departed = " (departed)" if participant.departed else ""
     label = (
         f"{visible_line(participant.display_name, 40)}{departed} has processed to here "
-        f"(#{participant.processed_through})"
+        f"(#{participant.processed_through:,})"
     )
     return Content.styled(f"──── {label} ────", "bold $accent")
 
@@ -108,7 +133,7 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # ty
     lines = [divider_line(p) for p in dividers]
     lines.append(
         Content.styled(
-            f"  … up to {gap.at_most:,} rows not loaded (#{gap.older + 1}–#{gap.newer - 1})"
+            f"  … up to {gap.at_most:,} rows not loaded (#{gap.older + 1:,}–#{gap.newer - 1:,})"
             " — enter to load",
             "italic $accent",
         )
@@ -160,9 +185,12 @@ def message_row(
     width: int = 118,
     body_lines: int = EXPANDED_BODY_LINES,
     processed: bool | None = None,
+    now: datetime | None = None,
 ) -> Content:
     """One thread row: dividers above it, a head line, one line of title and preview
-    filling ``width``, and when expanded the wake diagnostics and the body."""
+    filling ``width``, and when expanded the wake diagnostics and the body. ``now``:
+    the head says how long ago it was sent (``3 min ago``). No line is wider than
+    ``width``: names give way first, then the time; ``● Unread`` stays whole."""
     lines = [divider_line(p) for p in dividers]
     if message.unreadable:
         lines.append(unreadable_row(message))
@@ -175,19 +203,29 @@ def message_row(
     else:
         status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $warning")
     marker = "▾" if expanded else "▸"
-    lines.append(
-        Content.assemble(
-            Content.styled(f"{marker} #{message.sequence}", base or "bold"),
-            "  ",
-            line(message.sender_name, base, 24),
-            Content.styled(" → ", base),
-            line(message.target_name, base, 24),
-            "  ",
-            line(format_time(message.created_at), base or "$foreground 65%"),
-            "  ",
-            status,
-        )
+    when = (
+        relative_age(message.created_at, now)
+        if now is not None
+        else format_time(message.created_at)
     )
+    number = f"{marker} #{message.sequence:,}"
+    fixed = len(number) + 2 + 3 + 2 + len(status.plain)
+    names = 24
+    if fixed + 2 * names + len(when) + 2 > width:
+        names = max(4, (width - fixed - len(when) - 2) // 2)
+    if fixed + 2 * names + len(when) + 2 > width:  # still too narrow: the time goes
+        when = ""
+        names = max(4, (width - fixed) // 2)
+    head: list[Content | str] = [
+        Content.styled(number, base or "bold"),
+        "  ",
+        line(message.sender_name, base, names),
+        Content.styled(" → ", base),
+        line(message.target_name, base, names),
+    ]
+    if when:
+        head += ["  ", line(when, base or "$foreground 65%")]
+    lines.append(Content.assemble(*head, "  ", status))
     envelope = review_envelope(message)
     room = max(10, width - 4)
     if envelope is not None:
@@ -209,34 +247,48 @@ def message_row(
         )
     lines.append(Content("   ") + summary_line)
     if expanded:
-        lines.extend(_details(message, envelope, body_lines))
+        lines.extend(_details(message, envelope, body_lines, width))
     return Content("\n").join(lines)
 
 
+LABEL_CELLS: Final = 20  # "   " + a 17-cell label: where a detail's text starts
+BODY_INDENT: Final = 5
+
+
+def wrap_under(text: str, room: int) -> list[str]:
+    """``text`` in lines of at most ``room`` cells, at spaces where it can (the caller
+    indents every piece alike, so a continuation starts under the text)."""
+    import textwrap
+
+    if len(text) <= room:
+        return [text]
+    pieces = textwrap.wrap(
+        text, room, expand_tabs=False, replace_whitespace=False, drop_whitespace=True
+    )
+    return pieces or [""]
+
+
 def _details(
-    message: MailboxMessage, envelope: ReviewEnvelope | None, body_lines: int
+    message: MailboxMessage, envelope: ReviewEnvelope | None, body_lines: int, width: int = 118
 ) -> list[Content]:
     fields = [
-        ("Sequence", f"#{message.sequence}"),
+        ("Sequence", f"#{message.sequence:,}"),
         (
             "Route",
             f"{message.sender_name} ({message.sender_session_id}) → "
             f"{message.target_name} ({message.target_session_id})",
         ),
-        ("Sent", f"{format_time(message.created_at)}  ({message.created_at})"),
-        ("Wake state", message.notification_state),
-        ("Dispatch outcome", message.dispatch_outcome or "not finalized (NULL)"),
+        ("Sent", f"{absolute_time(message.created_at)}  ({message.created_at})"),
+        ("Wake now", wake_words(message.notification_state)),
+        ("Wake at send", outcome_words(message.dispatch_outcome)),
         ("Topic", message.topic if message.topic is not None else "—"),
         ("State stamp", message.state_stamp if message.state_stamp is not None else "—"),
-        ("Unread at append", str(message.unread_depth_at_append)),
+        ("Unread at send", unread_at_append_words(message.unread_depth_at_append)),
         ("Mailbox id", message.mailbox_id),
         ("Message id", message.id),
         ("Idempotency key", message.idempotency_key),
     ]
-    out = [
-        Content.assemble(Content.styled(f"   {name:<17}", "$foreground 65%"), line(value, "", 200))
-        for name, value in fields
-    ]
+    out = [_detail(name, value, width) for name, value in fields]
     if envelope is not None:
         out.append(Content.styled("   Review result", "$foreground 65%"))
         out.append(Content("     ") + line(f"{envelope.status}: {envelope.summary}", "bold", 300))
@@ -255,7 +307,12 @@ def _details(
         return out
     body, hidden = cap_lines(visible(message.body), max(3, body_lines))
     out.append(Content.styled("   Body", "$foreground 65%"))
-    out.extend(Content("     ") + Content(body_line) for body_line in body.split("\n"))
+    room = max(10, width - BODY_INDENT)
+    out.extend(
+        Content(" " * BODY_INDENT + piece)
+        for body_line in body.split("\n")
+        for piece in wrap_under(body_line, room)
+    )
     if hidden:
         out.append(
             Content.styled(
@@ -263,3 +320,12 @@ def _details(
             )
         )
     return out
+
+
+def _detail(name: str, value: str, width: int) -> Content:
+    """``   Label            value``; a value longer than the row wraps under its own
+    text (column 20), not under the label."""
+    pieces = wrap_under(visible_line(value, 400), max(10, width - LABEL_CELLS))
+    label = Content.styled(f"   {name:<17}", "$foreground 65%")
+    rest = [Content(" " * LABEL_CELLS + piece) for piece in pieces[1:]]
+    return Content("\n").join([Content.assemble(label, pieces[0]), *rest])

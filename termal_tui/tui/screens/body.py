@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static, TextArea
+from textual.widgets import Footer, Static, TextArea
 
 from termal_tui.models import MailboxMessage
 from termal_tui.sanitize import visible, visible_line
@@ -22,7 +22,15 @@ class BodyScreen(ModalScreen[None]):
     BodyScreen #body-title { height: 1; padding: 0 1; text-style: bold; }
     BodyScreen TextArea { height: 1fr; }
     """
-    BINDINGS = [Binding("escape,q,f", "dismiss", "Close")]
+    # Its own footer (the tab's keys do nothing here). End/Home go to the last/first
+    # line of the body, not of the current line (priority: the text area would take them).
+    BINDINGS = [
+        Binding("escape,q,f", "dismiss", "Close", id="body-close"),
+        Binding("end,G", "last_line", "Last line", priority=True, id="body-end"),
+        Binding("home,g", "first_line", "First line", priority=True, id="body-home"),
+        Binding("pagedown", "page(1)", "PgDn", show=False),
+        Binding("pageup", "page(-1)", "PgUp", show=False),
+    ]
 
     def __init__(self, message: MailboxMessage) -> None:
         super().__init__()
@@ -31,9 +39,30 @@ class BodyScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         message = self.message
         title = (
-            f"#{message.sequence}  {visible_line(message.sender_name)} → "
-            f"{visible_line(message.target_name)}  ·  {len(message.body.encode())} bytes  ·  esc to close"
+            f"#{message.sequence:,}  {visible_line(message.sender_name)} → "
+            f"{visible_line(message.target_name)}  ·  {len(message.body.encode()):,} bytes"
         )
         with Vertical():
             yield Static(Content(title), id="body-title")
             yield TextArea(visible(message.body), read_only=True, soft_wrap=True, id="full-body")
+        yield Footer(compact=True)
+
+    @property
+    def text_area(self) -> TextArea:
+        return self.query_one("#full-body", TextArea)
+
+    def action_last_line(self) -> None:
+        area = self.text_area
+        area.move_cursor(area.document.end)
+        area.scroll_end(animate=False)
+
+    def action_first_line(self) -> None:
+        area = self.text_area
+        area.move_cursor((0, 0))
+        area.scroll_home(animate=False)
+
+    def action_page(self, direction: int) -> None:
+        if direction > 0:
+            self.text_area.action_cursor_page_down()
+        else:
+            self.text_area.action_cursor_page_up()

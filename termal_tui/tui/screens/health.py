@@ -1,8 +1,11 @@
 """The health view: stuck hand-offs ranked by severity and age; enter opens the mailbox
 at the first affected message. Read-only, like everything in the viewer.
 
-Its worker posts a typed :class:`HealthLoaded`; a failed pass is a :class:`ReadFailed`,
-shown as the one "Stale" status line (the last report's findings stay listed).
+Live like a tab: its own timer re-checks every interval while the screen is shown
+(paused while another screen covers it), never overlapping a pass in flight; the status
+line says Live or Stale and when it last checked. Its worker posts a typed
+:class:`HealthLoaded`; a failed pass is a :class:`ReadFailed`, shown as the one "Stale"
+status line (the last report's findings stay listed).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
@@ -24,13 +28,14 @@ from termal_tui.health import Finding, HealthReport, Thresholds, format_age, hea
 from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import HealthLoaded, ReadFailed, read_failed
+from termal_tui.vocabulary import FINDING_WORDS
 
-KIND_LABELS = {
-    "receiver-gone": ("⚠ receiver gone", "bold $error"),
-    "no-notifier": ("⚠ nobody listening", "bold $error"),
-    "never-woken": ("⚠ never woken", "bold $warning"),
-    "woken-unprocessed": ("⚠ woken, not processed", "bold $warning"),
-    "lagging": ("◷ lagging", "$foreground 65%"),
+KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in help
+    "receiver-gone": (f"⚠ {FINDING_WORDS['receiver-gone']}", "bold $error"),
+    "no-notifier": (f"⚠ {FINDING_WORDS['no-notifier']}", "bold $error"),
+    "never-woken": (f"⚠ {FINDING_WORDS['never-woken']}", "bold $warning"),
+    "woken-unprocessed": (f"⚠ {FINDING_WORDS['woken-unprocessed']}", "bold $warning"),
+    "lagging": (f"◷ {FINDING_WORDS['lagging']}", "$foreground 65%"),
 }
 
 
@@ -47,6 +52,10 @@ def finding_row(finding: Finding) -> Content:
     return Content("\n").join(
         [head, Content("   ") + Content(visible_line(finding.describe(), 110))]
     )
+
+
+def _identity(finding: Finding) -> tuple[str, str, str]:
+    return (finding.kind, finding.mailbox_id, finding.session_id)
 
 
 class HealthScreen(Screen[tuple[str, int] | None]):
@@ -67,12 +76,20 @@ class HealthScreen(Screen[tuple[str, int] | None]):
         reader: MailboxReader,
         thresholds: Thresholds | None = None,
         clock: Callable[[], datetime] | None = None,
+        interval: float = 0.0,
     ) -> None:
         super().__init__()
         self.reader = reader
         self.clock = clock
         self.thresholds = thresholds or Thresholds()
         self.report: HealthReport | None = None
+        self.interval = interval  # 0: no timer (paused viewer or snapshot)
+        self.checking = False
+        self._timer: Timer | None = None
+        self._focused_once = False
+
+    def _now(self) -> datetime:
+        return self.clock() if self.clock is not None else datetime.now().astimezone()
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -82,7 +99,31 @@ class HealthScreen(Screen[tuple[str, int] | None]):
 
     def on_mount(self) -> None:
         self.title = "termal-tui (read-only) — delivery health"
+        if self.interval > 0:
+            self._timer = self.set_interval(self.interval, self.poll)
         self.action_reload()
+
+    def on_screen_suspend(self) -> None:
+        """Covered by another screen (help, a body): no ticks."""
+        if self._timer is not None:
+            self._timer.pause()
+
+    def on_screen_resume(self) -> None:
+        """Shown again: the timer runs and a pass starts at once."""
+        if self._timer is not None:
+            self._timer.resume()
+            if self.report is not None:
+                self.poll()
+
+    def reopen(self, reader: MailboxReader) -> None:
+        """Another file is at the path (the App opened it): check that one."""
+        self.reader = reader
+        self.checking = False
+        self.load()
+
+    def poll(self) -> None:
+        if not self.checking:
+            self.load()
 
     def action_reload(self) -> None:
         self.load()
@@ -90,8 +131,20 @@ class HealthScreen(Screen[tuple[str, int] | None]):
     @work(exclusive=True, exit_on_error=False)
     async def load(self) -> None:
         now = self.clock() if self.clock is not None else None
-        report = await health_report(self.reader, now=now, thresholds=self.thresholds)
+        self.checking = True
+        try:
+            report = await health_report(self.reader, now=now, thresholds=self.thresholds)
+        finally:
+            self.checking = False
         self.post_message(HealthLoaded(report))
+
+    def _state(self, live: bool) -> Content:
+        moment = self._now().strftime("%H:%M:%S")
+        if not live:
+            return Content.styled(f"● Stale {moment}", "bold $error")
+        if self.interval <= 0:
+            return Content.styled(f"⏸ Paused {moment}", "bold $warning")
+        return Content.styled(f"● Live {moment}", "bold $success")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
@@ -108,39 +161,59 @@ class HealthScreen(Screen[tuple[str, int] | None]):
         event.stop()
         self.query_one("#health-status", Static).update(
             Content.assemble(
-                Content.styled("● Stale", "bold $error"),
+                self._state(live=False),
                 " ",
                 Content.styled(visible_line(event.error, 200), "$error"),
             )
         )
 
     def show(self, report: HealthReport) -> None:
+        previous = self.report
         self.report = report
         status = self.query_one("#health-status", Static)
         findings = self.query_one("#findings", OptionList)
-        findings.clear_options()
+        # The highlighted finding stays highlighted across passes (by what it is about).
+        chosen = None
+        at = findings.highlighted
+        if previous is not None and at is not None and at < len(previous.findings):
+            chosen = _identity(previous.findings[at])
         if report.healthy:
+            findings.clear_options()
             status.update(
-                Content.styled(
-                    f"✓ Nothing is stuck: {report.mailboxes} mailboxes, {report.unread:,} "
-                    "unread, every unread row is recent or on its way.",
-                    "bold $success",
+                Content.assemble(
+                    self._state(live=True),
+                    Content.styled(
+                        f" · ✓ Nothing is stuck: {report.mailboxes} mailboxes, "
+                        f"{report.unread:,} unread, every unread row is recent or on its way.",
+                        "bold $success",
+                    ),
                 )
             )
             return
-        status.update(
+        rows = report.stuck_rows
+        line = Content.assemble(
+            self._state(live=True),
             Content.styled(
-                f"{len(report.findings)} stuck hand-offs in {len(report.by_mailbox())} of "
-                f"{report.mailboxes} mailboxes · enter opens the first affected message",
+                f" · {rows:,} stuck unread row{'s' if rows != 1 else ''} in "
+                f"{len(report.by_mailbox())} of {report.mailboxes} mailboxes",
                 "bold $warning",
+            ),
+        )
+        hint = Content.styled(" · enter opens the first affected message", "$foreground 65%")
+        if line.cell_length + hint.cell_length <= self.size.width - 2:  # one line or none
+            line += hint
+        status.update(line)
+        with self.app.batch_update():
+            findings.clear_options()
+            findings.add_options(
+                Option(finding_row(finding), id=f"finding-{index}")
+                for index, finding in enumerate(report.findings)
             )
-        )
-        findings.add_options(
-            Option(finding_row(finding), id=f"finding-{index}")
-            for index, finding in enumerate(report.findings)
-        )
-        findings.highlighted = 0
-        findings.focus()
+            keys = [_identity(finding) for finding in report.findings]
+            findings.highlighted = keys.index(chosen) if chosen in keys else 0
+        if not self._focused_once:
+            self._focused_once = True
+            findings.focus()
 
     @on(OptionList.OptionSelected, "#findings")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

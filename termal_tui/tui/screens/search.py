@@ -9,6 +9,7 @@ typed :class:`SearchProgress`; a failed step is a :class:`ReadFailed`, shown as 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Final
 
 from textual import on, work
@@ -17,18 +18,38 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from termal_tui.models import MailboxMessage
 from termal_tui.presentation import row_title
-from termal_tui.sanitize import visible_line
+from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import ReadFailed, SearchProgress, read_failed
+from termal_tui.vocabulary import relative_age
 
 MAX_RESULTS: Final = 500
 SCAN_STEP: Final = 20_000
+SNIPPET_CHARS: Final = 100
+
+
+def snippet(text: str, needle: str, room: int = SNIPPET_CHARS) -> tuple[str, int, int]:
+    """One line of ``text`` around the first match of ``needle`` (case-insensitive),
+    with ``…`` where it is cut, and where the match lies in it ((-1, -1) if nowhere)."""
+    flat = visible_line(visible(text))
+    at = flat.lower().find(needle.lower()) if needle else -1
+    if at < 0:
+        cut = flat[:room]
+        return (cut + "…" if len(flat) > room else cut), -1, -1
+    start = max(0, at - room // 3)
+    end = min(len(flat), start + room)
+    start = max(0, min(start, end - room))
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(flat) else ""
+    shown = head + flat[start:end] + tail
+    offset = len(head) + at - start
+    return shown, offset, offset + len(needle)
 
 
 class SearchScreen(ModalScreen[int | None]):
@@ -40,13 +61,28 @@ class SearchScreen(ModalScreen[int | None]):
     SearchScreen #search-status { height: 1; padding: 0 1; }
     SearchScreen #results { height: 1fr; border: none; }
     """
-    BINDINGS = [Binding("escape", "close", "Close")]
+    # Its own footer: the tab's keys do nothing here.
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="search-close"),
+        Binding("down", "to_results", "Results", show=False),
+    ]
 
     def __init__(
-        self, reader: MailboxReader, mailbox_id: str, session_id: str | None, latest: int
+        self,
+        reader: MailboxReader,
+        mailbox_id: str,
+        session_id: str | None,
+        latest: int,
+        *,
+        title: str = "",
+        now: datetime | None = None,
     ) -> None:
         super().__init__()
         self.reader = reader
+        self.mailbox_title = visible_line(title, 60)
+        self.now = now
+        self._needle = ""
+        self._to_results = False  # enter was pressed: results get the keys when in
         self.mailbox_id = mailbox_id
         self.session_id = session_id
         self.latest = max(1, latest)
@@ -57,9 +93,24 @@ class SearchScreen(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Input(placeholder="search bodies and topics (enter to search)", id="query")
+            yield Input(
+                placeholder="search bodies and topics (enter: search, then ↓ to the results)",
+                id="query",
+            )
             yield Static(Content(""), id="search-status")
             yield OptionList(id="results")
+        yield Footer(compact=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "to_results":  # down in the query box; the list moves itself
+            return self.focused is self.query_one("#query", Input) and bool(self.matches)
+        return True
+
+    def action_to_results(self) -> None:
+        results = self.query_one("#results", OptionList)
+        results.focus()
+        if results.highlighted is None and results.option_count:
+            results.highlighted = 0
 
     def action_close(self) -> None:
         self.workers.cancel_all()
@@ -69,7 +120,12 @@ class SearchScreen(ModalScreen[int | None]):
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         needle = event.value.strip()
+        if needle and needle == self._needle and self.matches:
+            self.action_to_results()  # the same query again: go to what it found
+            return
         if needle:
+            self._needle = needle
+            self._to_results = True
             self.matches = []
             self.done = False
             self.failed = False
@@ -148,19 +204,34 @@ class SearchScreen(ModalScreen[int | None]):
         start = len(self.matches)
         self.matches.extend(found)
         results.add_options(
-            Option(
-                Content.assemble(
-                    Content.styled(f"#{m.sequence:,}  ", "bold"),
-                    Content(visible_line(f"{m.sender_name} → {m.target_name}", 40)),
-                    "  ",
-                    Content(visible_line(row_title(m), 80)),
-                ),
-                id=f"result-{start + offset}",
-            )
-            for offset, m in enumerate(found)
+            Option(self._result(m), id=f"result-{start + offset}") for offset, m in enumerate(found)
         )
         if start == 0:
             results.highlighted = 0
+            if self._to_results:
+                self._to_results = False
+                results.focus()
+
+    def _result(self, message: MailboxMessage) -> Content:
+        """``#1,234  sender → target  3 min ago · A ⇄ B`` / title / a snippet of the match."""
+        when = (
+            relative_age(message.created_at, self.now)
+            if self.now is not None
+            else visible_line(message.created_at, 40)
+        )
+        where = f" · {self.mailbox_title}" if self.mailbox_title else ""
+        head = Content.assemble(
+            Content.styled(f"#{message.sequence:,}  ", "bold"),
+            Content(visible_line(f"{message.sender_name} → {message.target_name}", 40)),
+            Content.styled(f"  {when}{where}", "$foreground 65%"),
+            "  ",
+            Content.styled(visible_line(row_title(message), 80), "bold"),
+        )
+        text, start, end = snippet(f"{message.topic or ''} {message.body}", self._needle)
+        line = Content("   " + text)
+        if start >= 0:
+            line = line.stylize("bold reverse", start + 3, end + 3)
+        return Content("\n").join([head, line])
 
     @on(OptionList.OptionSelected, "#results")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -2,6 +2,9 @@
 
 Cards are drawn as soon as the summaries are read; the health markers (a pass over
 every unread range, at most every 30 s) follow in their own worker and restyle them.
+The summaries are paged (keyset, ``PAGE_CARDS`` at a time): the first screenful is read
+and drawn first, the next page when the highlight nears the last card, so a file of
+100,000 mailboxes costs what is on screen; the totals come from one count apart.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
@@ -27,30 +31,37 @@ from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import (
     IndexLoaded,
+    IndexTotals,
     MarkersLoaded,
     OpenMailbox,
     ReadFailed,
     read_failed,
 )
 from termal_tui.tui.render import card
+from termal_tui.vocabulary import FINDING_WORDS
 
 if TYPE_CHECKING:
     from termal_tui.health import Thresholds
 
 HEALTH_EVERY_SECONDS = 30.0
-PROBLEM_WORDS = {
-    "receiver-gone": "gone",
-    "no-notifier": "unheard",
-    "never-woken": "not woken",
-    "woken-unprocessed": "ignored",
-    "lagging": "lagging",
-}
+PAGE_CARDS = 100  # a page of cards: several screenfuls at 120x40
+MORE_WITHIN = 10  # the next page is read when the highlight is this close to the end
+PROBLEM_WORDS = FINDING_WORDS  # one vocabulary: cards, health view, help
+
+
+class ScrolledNearEnd(Message):
+    """The cards were scrolled (wheel, scrollbar) to within a screenful of the end."""
 
 
 class CardList(OptionList):
     """The index's cards; enter opens (shown in the footer)."""
 
     BINDINGS = [Binding("enter", "select", "Open")]
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value > old_value and new_value >= self.max_scroll_y - self.size.height:
+            self.post_message(ScrolledNearEnd())
 
 
 class MailboxIndex(Vertical, can_focus=True):
@@ -71,7 +82,9 @@ class MailboxIndex(Vertical, can_focus=True):
     """
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("h", "app.health", "Health"),
+        Binding("b", "app.board", "Board", id="board"),  # the app's id: one keymap for both
         Binding("r", "refresh", "Refresh"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -98,6 +111,9 @@ class MailboxIndex(Vertical, can_focus=True):
         self._timer: Timer | None = None
         self._width = 0
         self.problems: dict[str, str] = {}  # mailbox id → a word for its worst finding
+        self.more = False  # mailboxes beyond the loaded pages
+        self.totals: tuple[int, int] | None = None  # (mailboxes, unread) when paged
+        self.appending = False
         self._health_at = -1e9
         self.filter_text = ""
         self._focused_once = False
@@ -140,6 +156,14 @@ class MailboxIndex(Vertical, can_focus=True):
                 self.load()
             else:
                 self._load_on_show = True
+
+    def reopen(self, reader: MailboxReader) -> None:
+        """Another file is at the path: read that one from now on (cards, then markers)."""
+        self.reader = reader
+        self.problems = {}
+        self._health_at = -1e9
+        self.refreshing = False  # a read of the old file in flight fails on its own
+        self.load()
 
     def on_show(self) -> None:
         """Shown (laid out and drawn): the first load, or, coming back to the index,
@@ -186,6 +210,17 @@ class MailboxIndex(Vertical, can_focus=True):
         box.can_focus = True
         box.focus()
 
+    def action_clear_filter(self) -> None:
+        """Escape: the filter emptied and left (the cards get the keys)."""
+        box = self.query_one("#index-filter", Input)
+        was_filtering = bool(self.filter_text)
+        box.value = ""
+        self.filter_text = ""
+        box.can_focus = False
+        self.focus_cards()
+        if was_filtering and self.summaries:
+            self.show(self.summaries, self._status(self.summaries))
+
     @on(Input.Changed, "#index-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -205,13 +240,47 @@ class MailboxIndex(Vertical, can_focus=True):
         if self.refreshing or self.reader is None:
             return
         self.refreshing = True
+        limit = max(PAGE_CARDS, len(self.summaries))  # the pages loaded so far, again
         try:
-            summaries = await self.reader.list_mailboxes(session_id=self.session_id)
+            summaries = await self.reader.list_mailboxes(session_id=self.session_id, limit=limit)
         finally:
             self.refreshing = False
-        self.post_message(IndexLoaded(summaries))
+        more = len(summaries) >= limit
+        reason = ""
+        if not summaries and self.session_id is not None:
+            reason = self._empty_reason(*await self.reader.session_presence(self.session_id))
+        self.post_message(IndexLoaded(summaries, more, empty_reason=reason))
         if time.monotonic() - self._health_at >= HEALTH_EVERY_SECONDS:
-            self.load_markers()
+            self._health_at = time.monotonic()
+            # After the cards are drawn: these passes must not delay the first screen.
+            self.call_after_refresh(self._follow_up, more)
+
+    def _follow_up(self, more: bool) -> None:
+        if more:
+            self.load_totals()
+        self.load_markers()
+
+    @work(group="index-more", exclusive=False, exit_on_error=False)
+    async def load_more(self) -> None:
+        """The next page of cards, below the last one loaded."""
+        if self.appending or self.refreshing or not self.more or self.reader is None:
+            return
+        last = self.summaries[-1] if self.summaries else None
+        after = (last.latest_message_at or "", last.id) if last is not None else None
+        self.appending = True
+        try:
+            rows = await self.reader.list_mailboxes(
+                session_id=self.session_id, limit=PAGE_CARDS, after=after
+            )
+        finally:
+            self.appending = False
+        self.post_message(IndexLoaded(rows, len(rows) >= PAGE_CARDS, appended=True))
+
+    @work(group="index-totals", exclusive=False, exit_on_error=False)
+    async def load_totals(self) -> None:
+        if self.reader is not None:
+            mailboxes, unread = await self.reader.index_totals(session_id=self.session_id)
+            self.post_message(IndexTotals(mailboxes, unread))
 
     @work(group="index-markers", exclusive=False, exit_on_error=False)
     async def load_markers(self) -> None:
@@ -222,8 +291,12 @@ class MailboxIndex(Vertical, can_focus=True):
 
         self.marking = True
         self._health_at = time.monotonic()
+        # Paged: markers for the loaded cards only (memory follows what is on screen).
+        only = {summary.id for summary in self.summaries} if self.more else None
         try:
-            report = await health_report(self.reader, now=self.clock(), thresholds=self.thresholds)
+            report = await health_report(
+                self.reader, now=self.clock(), thresholds=self.thresholds, mailbox_ids=only
+            )
         finally:
             self.marking = False
         worst: dict[str, str] = {}
@@ -247,7 +320,69 @@ class MailboxIndex(Vertical, can_focus=True):
     @on(IndexLoaded)
     def _loaded(self, event: IndexLoaded) -> None:
         self.loading = False
+        if event.appended:
+            self._append(event.summaries, event.more)
+            return
+        self.more = event.more
+        if event.empty_reason:
+            self.query_one("#index-empty", Static).update(Content(event.empty_reason))
+        if not event.more:
+            self.totals = None  # everything is loaded: counted from the cards
         self.show(event.summaries, self._status(event.summaries))
+
+    def _empty_reason(self, still_in: int, left: int) -> str:
+        """Why a session's view lists nothing (TermAl's session view: mailboxes the
+        session is still in, with a message it may see)."""
+        who = visible_line(self.session_id or "", 40)
+        if left and not still_in:
+            return (
+                f"{who} has left every mailbox it was in ({left:,}). A session's view, as "
+                "in TermAl, lists only mailboxes it is still in; run without --session to "
+                "see them all."
+            )
+        if still_in:
+            return (
+                f"{who} is in {still_in:,} mailbox{'es' if still_in != 1 else ''}, but none "
+                "holds a message it may see (rows addressed to it as control-plane review "
+                "results are hidden, as in TermAl); run without --session to see them."
+            )
+        return f"{who} takes part in no mailbox in this database."
+
+    @on(IndexTotals)
+    def _totals(self, event: IndexTotals) -> None:
+        event.stop()
+        self.totals = (event.mailboxes, event.unread)
+        if self.summaries:
+            self.set_status(self._status(self.summaries))
+
+    def _append(self, rows: list[MailboxSummary], more: bool) -> None:
+        """One more page of cards at the end (those already loaded are not rebuilt)."""
+        known = {summary.id for summary in self.summaries}
+        fresh = [summary for summary in rows if summary.id not in known]
+        self.more = more and bool(fresh)
+        self.summaries = self.summaries + fresh
+        shown = [s for s in fresh if self._matches(s)]
+        if shown:
+            width = self._width or max(20, (self.size.width or 80) - 5)
+            self.query_one("#cards", OptionList).add_options(
+                [
+                    Option(card(s, width, self.problems.get(s.id), self.clock()), id=s.id)
+                    for s in shown
+                ]
+            )
+        self.set_status(self._status(self.summaries))
+
+    @on(OptionList.OptionHighlighted, "#cards")
+    def _near_end(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if self.more and event.option_index >= event.option_list.option_count - MORE_WITHIN:
+            self.load_more()
+
+    @on(ScrolledNearEnd)
+    def _scrolled_near_end(self, event: ScrolledNearEnd) -> None:
+        event.stop()
+        if self.more:
+            self.load_more()
 
     @on(MarkersLoaded)
     def _markers_loaded(self, event: MarkersLoaded) -> None:
@@ -266,11 +401,32 @@ class MailboxIndex(Vertical, can_focus=True):
             state = Content.styled("● Live", "bold $success")
         unread = sum(summary.unread_count for summary in summaries)
         count = len(summaries)
+        counted = f"{count:,}"
+        if self.more and self.totals is not None:
+            count, unread = self.totals
+            counted = f"{count:,}"
+        elif self.more:  # the totals follow
+            counted = f"{count:,}+"
+        if self.filter_text:  # the count follows the filter
+            matched = sum(1 for summary in summaries if self._matches(summary))
+            needle = visible_line(self.filter_text, 40)
+            found = (
+                f"{matched:,} of {counted} mailboxes match “{needle}”"
+                if matched
+                else f"no mailbox matches “{needle}” (of {counted}) · escape clears"
+            )
+            return Content.assemble(
+                state,
+                Content.styled(
+                    f" {self.clock().strftime('%H:%M:%S')} · {found}", "$foreground 65%"
+                ),
+            )
         return Content.assemble(
             state,
             Content.styled(
-                f" {self.clock().strftime('%H:%M:%S')} · {count} mailbox"
-                f"{'es' if count != 1 else ''} · {unread:,} unread",
+                f" {self.clock().strftime('%H:%M:%S')} · {counted} mailbox"
+                f"{'es' if count != 1 else ''} · {unread:,}{'+' if counted[-1] == '+' else ''}"
+                " unread",
                 "$foreground 65%",
             ),
         )
@@ -294,7 +450,10 @@ class MailboxIndex(Vertical, can_focus=True):
         with self.app.batch_update():
             cards.clear_options()
             cards.add_options(
-                [Option(card(s, width, self.problems.get(s.id)), id=s.id) for s in shown]
+                [
+                    Option(card(s, width, self.problems.get(s.id), self.clock()), id=s.id)
+                    for s in shown
+                ]
             )
             if highlighted is not None and any(s.id == highlighted for s in shown):
                 cards.highlighted = cards.get_option_index(highlighted)

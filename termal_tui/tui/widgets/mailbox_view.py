@@ -41,6 +41,8 @@ from termal_tui.tui.render import gap_row, message_row, participants_bar, short_
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
 
 PAGE_SIZE: Final = 50
+REWIDTH_FIRST: Final = 120  # rows re-rendered at once on a resize (the screenful)
+REWIDTH_STEP: Final = 400  # then this many between frames
 MAX_REFRESH_ROWS: Final = 1_000
 JUMP_CONTEXT: Final = 25
 
@@ -76,12 +78,52 @@ class JumpLoaded(Message):
 
 
 @dataclass
+class HiddenLoaded(Message):
+    """Control-plane rows a person asked to see (newest first; empty: there are none)."""
+
+    rows: list[MailboxMessage]
+    near: bool  # the rows hidden next to the highlighted row (else: the newest anywhere)
+
+
+@dataclass
+class StartLoaded(Message):
+    rows: list[MailboxMessage]  # the oldest page, ascending
+
+
+@dataclass
 class GapLoaded(Message):
     gap: Gap
     page: MessagePage
 
 
 __all__ = ["CloseRequested", "MailboxView", "ReadFailed", "ThreadHeader", "TitleKnown"]
+
+
+def clipboard_note(what: str, env: dict[str, str] | None = None) -> str:
+    """What ``c``/``C`` did: Textual sends OSC 52 to the terminal, which may or may not
+    pass it on (tmux's default ``set-clipboard external`` drops it from applications)."""
+    import os
+
+    env = dict(os.environ) if env is None else env
+    if env.get("TMUX"):
+        return (
+            f"Sent {what} to the terminal as OSC 52. Under tmux it reaches the clipboard "
+            "only with `set -g set-clipboard on` and a terminal that allows OSC 52."
+        )
+    return (
+        f"Sent {what} to the clipboard (OSC 52); it arrives if your terminal allows "
+        "applications to set the clipboard."
+    )
+
+
+def hidden_marker(first: int, last: int) -> Content:
+    """``· 1 control-plane row hidden (#74,997) · v shows it``, where it stands."""
+    count = last - first + 1
+    where = f"#{first:,}" if count == 1 else f"#{first:,}–#{last:,}"
+    noun = "row" if count == 1 else "rows"
+    return Content.styled(
+        f"· {count:,} control-plane {noun} hidden ({where}) · v shows", "$foreground 50%"
+    )
 
 
 # -------------------------------------------------------------------- header
@@ -142,15 +184,17 @@ class MailboxView(Vertical):
     """
 
     BINDINGS = [
-        Binding("o", "older", "Older"),
-        Binding("f", "full_body", "Body"),
-        Binding("n", "show_new", "New"),
-        Binding("r", "refresh", "Refresh"),
-        Binding("w", "close", "Close"),
-        Binding("c", "copy_body", "Copy body", show=False),
-        Binding("C", "copy_id", "Copy id", show=False),
-        Binding("e", "export", "Export", show=False),
-        Binding("slash", "search", "Search", show=False),
+        Binding("o", "older", "Older", id="older"),
+        Binding("f", "full_body", "Body", id="full-body"),
+        Binding("n", "show_new", "New", id="show-new"),
+        Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("w", "close", "Close", id="close-tab"),
+        Binding("slash", "search", "Search", id="search"),
+        Binding("c", "copy_body", "Copy", id="copy-body"),
+        Binding("C", "copy_id", "Id", id="copy-id"),
+        Binding("e", "export", "Export", id="export"),
+        Binding("q", "app.quit", "Quit", id="quit"),
+        Binding("v", "hidden_rows", "Review results", show=False, id="hidden-rows"),
     ]
 
     def __init__(
@@ -162,10 +206,12 @@ class MailboxView(Vertical):
         clock: Callable[[], datetime] | None = None,
         interval: float = 0.0,
         snapshot: bool = False,
+        export_dir: Path | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.mailbox_id = mailbox_id
+        self.export_dir = export_dir  # None: viewer_config's default directory
         self.reader = reader
         self.session_id = session_id
         self.clock = clock or (lambda: datetime.now().astimezone())
@@ -181,8 +227,12 @@ class MailboxView(Vertical):
         self._early_page: PageLoaded | None = None  # read before the first layout
         self._focus_on_mount = False
         self._hidden = False
-        self._offered: tuple[bool, ...] = ()
+        self._offered: tuple[object, ...] = ()
         self._pending_jump: int | None = None
+        self._older_wanted = 0  # o presses not served yet
+        self._rewidth_generation = 0
+        self._rewidth_keys: list[str] = []  # rows still at the previous width
+        self._older_busy = False  # an older page is being read or not yet applied
         self._bar: Content | None = None
         self._notice: Content | None = None
 
@@ -224,6 +274,21 @@ class MailboxView(Vertical):
         if self._focus_on_mount:
             self.thread.focus()
 
+    def reopen(self, reader: MailboxReader) -> None:
+        """Another file is at the path: read this mailbox from it, first page again."""
+        self.reader = reader
+        self._token = None
+        self.refreshing = self.reading = False  # reads of the old file fail on their own
+        self.model = ThreadModel()  # nothing of the old file stays on screen
+        self._bar = self._notice = None
+        try:
+            self.thread.set_options([])
+            self.query_one("#participants", Static).update(Content(""))
+            self._update_chrome()
+        except NoMatches:  # not built yet: its first page comes from the new file anyway
+            pass
+        self.load_first_page()
+
     def focus_thread(self) -> None:
         """Keys to the thread: now, or once the view has built its children."""
         try:
@@ -243,7 +308,36 @@ class MailboxView(Vertical):
         return True
 
     def action_older(self) -> None:
+        """One older page per press: presses during a read are queued, not dropped and
+        not read twice (the next read starts below the page just added)."""
+        self._older_wanted += 1
+        self._next_older()
+
+    def _next_older(self) -> None:
+        if self._older_busy or self._older_wanted <= 0:
+            return
+        if not self.model.has_older:
+            self._older_wanted = 0
+            return
+        self._older_wanted -= 1
         self.load_older()
+        if not self._older_busy:  # not started (the first page is still being read)
+            self._older_wanted = 0
+
+    def action_oldest(self) -> None:
+        """End: the oldest row and ``— start of mailbox —`` in one press (reads the
+        mailbox's first page when it is not loaded, leaving a gap above it)."""
+        if not self.model.has_older:
+            self._show_start()
+        else:
+            self.load_start()
+
+    def _show_start(self) -> None:
+        thread = self.thread
+        if thread.option_count:
+            thread.highlighted = thread.option_count - 1
+            thread.scroll_end(animate=False)
+            self.call_after_refresh(thread.scroll_end, animate=False)
 
     def action_show_new(self) -> None:
         self.show_new()
@@ -262,8 +356,14 @@ class MailboxView(Vertical):
             if sequence is not None:
                 self.jump_to(sequence)
 
+        summary = self.model.summary
         screen = SearchScreen(
-            self.reader, self.mailbox_id, self.session_id, self.model.latest_sequence
+            self.reader,
+            self.mailbox_id,
+            self.session_id,
+            self.model.latest_sequence,
+            title=summary_title(summary) if summary is not None else "",
+            now=self.clock(),
         )
         self.app.push_screen(screen, chosen)
 
@@ -274,41 +374,76 @@ class MailboxView(Vertical):
             return
         self.app.copy_to_clipboard(message.body)
         controls = sum(1 for char in message.body if char != visible(char) and char not in "\n\t")
-        extra = f" (it contains {controls} control/invisible characters)" if controls else ""
-        self.notify(
-            f"Copied {len(message.body):,} characters of #{message.sequence}'s body{extra}.",
-            markup=False,
-        )
+        extra = f" (it contains {controls:,} control/invisible characters)" if controls else ""
+        what = f"{len(message.body):,} characters of #{message.sequence:,}'s body{extra}"
+        self.notify(clipboard_note(what), markup=False)
 
     def action_copy_id(self) -> None:
         message = self.highlighted_message()
         if message is not None:
             self.app.copy_to_clipboard(message.id)
-            self.notify(f"Copied the id of #{message.sequence} ({len(message.id)} characters).")
+            what = f"the id of #{message.sequence:,} ({len(message.id)} characters)"
+            self.notify(clipboard_note(what), markup=False)
 
     def action_export(self) -> None:
-        """The loaded messages (oldest to newest) as JSONL in the working directory."""
+        """The loaded messages (oldest to newest) as JSONL in the export directory (the
+        config file's ``export_dir``, by default ``~/.local/share/termal-tui/exports``)."""
         import json
 
         from termal_tui.export import export_record
+        from termal_tui.viewer_config import default_export_dir
 
         rows = sorted(self.messages, key=lambda m: m.sequence)
         if not rows or self.model.summary is None:
             return
-        name = f"termal-export-{short_id(self.mailbox_id)}-{rows[0].sequence}-{rows[-1].sequence}.jsonl"
+        directory = self.export_dir or default_export_dir()
+        name = f"termal-{short_id(self.mailbox_id)}-{rows[0].sequence}-{rows[-1].sequence}.jsonl"
         try:
-            with open(name, "w", encoding="utf-8") as handle:
+            directory.mkdir(parents=True, exist_ok=True)
+            with open(directory / name, "w", encoding="utf-8") as handle:
                 for message in rows:
                     record = export_record(message, self.model.summary)
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         except OSError as error:
             self.notify(
-                f"Could not write {name}: {error.strerror}.", severity="error", markup=False
+                f"Could not write {name} in {directory}: {error.strerror}.",
+                severity="error",
+                markup=False,
             )
             return
+        # The file name on a line of its own: a toast wraps, and a name cut in two
+        # cannot be copied.
         self.notify(
-            f"Exported {len(rows):,} loaded messages to {Path(name).resolve()}.", markup=False
+            f"{name}\nin {directory.resolve()}",
+            title=f"Exported {len(rows):,} loaded messages",
+            markup=False,
         )
+
+    def action_hidden_rows(self) -> None:
+        """The hidden control-plane row (a review result) next to the highlighted row, or
+        the newest one in the mailbox, in the full-body screen."""
+        message = self.highlighted_message()
+        first, last = self.hidden_above(message) if message is not None else (0, 0)
+        self.load_hidden(first, last)
+
+    @work(group="hidden", exclusive=True, exit_on_error=False)
+    async def load_hidden(self, first: int, last: int) -> None:
+        near = first > 0
+        low, high = (first, last) if near else (1, 2**63 - 1)
+        rows = await self.reader.read_hidden(
+            self.mailbox_id, low, high, 1, session_id=self.session_id
+        )
+        self.post_message(HiddenLoaded(rows, near))
+
+    @on(HiddenLoaded)
+    def _hidden_loaded(self, event: HiddenLoaded) -> None:
+        event.stop()
+        if not event.rows:
+            self.notify("This mailbox has no control-plane rows (review results).")
+            return
+        from termal_tui.tui.screens.body import BodyScreen
+
+        self.app.push_screen(BodyScreen(event.rows[0]))
 
     def action_full_body(self) -> None:
         from termal_tui.tui.screens.body import BodyScreen
@@ -361,19 +496,39 @@ class MailboxView(Vertical):
             self.reading = False
         self.post_message(PageLoaded(head, page, token))
 
+    def load_older(self) -> None:
+        """The next older page, unless one is being read or not yet applied (then the
+        next read would start from the same row and read the same page again)."""
+        if self._older_busy or self.reading or not self.model.has_older:
+            return
+        self._older_busy = True  # until the page is in the model (see _older_loaded)
+        self._read_older()
+
     @work(group="read", exclusive=False, exit_on_error=False)
-    async def load_older(self) -> None:
+    async def _read_older(self) -> None:
         oldest = self.model.oldest_sequence
-        if self.reading or not self.model.has_older or oldest is None:
+        if oldest is None:
+            self._older_busy = False
             return
         self.reading = True
         try:
             page = await self.reader.read_page(
                 self.mailbox_id, oldest, PAGE_SIZE, session_id=self.session_id
             )
+        except BaseException:
+            self._older_busy = False
+            raise
         finally:
             self.reading = False
         self.post_message(OlderLoaded(page))
+
+    @work(group="read", exclusive=False, exit_on_error=False)
+    async def load_start(self) -> None:
+        """The mailbox's oldest page (ascending from #1), for End."""
+        rows = await self.reader.read_range(
+            self.mailbox_id, 0, PAGE_SIZE, session_id=self.session_id
+        )
+        self.post_message(StartLoaded(rows))
 
     @work(group="refresh", exclusive=False, exit_on_error=False)
     async def refresh_thread(self, force: bool = False) -> None:
@@ -480,12 +635,27 @@ class MailboxView(Vertical):
     def _older_loaded(self, event: OlderLoaded) -> None:
         event.stop()
         self._apply(self.model.add_older(event.page.messages, event.page.has_older))
+        self._older_busy = False
         self._update_chrome()
+        self._next_older()
+
+    @on(StartLoaded)
+    def _start_loaded(self, event: StartLoaded) -> None:
+        event.stop()
+        self._apply(self.model.place_window(event.rows, False, True))
+        self._show_start()
 
     @on(RefreshLoaded)
     def _refresh_loaded(self, event: RefreshLoaded) -> None:
         event.stop()
+        grew = (
+            event.token is not None
+            and self._token is not None
+            and event.token.next_sequence != self._token.next_sequence
+        )
         self._token = event.token
+        if grew and not event.rows and self.model.items:
+            self._remark_top()  # only hidden rows arrived: the top row's marker says so
         if event.summary is None:  # nothing moved: only the refresh time changes
             self._mark_live(chrome=False)
             return
@@ -500,6 +670,12 @@ class MailboxView(Vertical):
                 if self.thread.option_count:
                     self.thread.highlighted = 0
         self._mark_live()
+
+    def _remark_top(self) -> None:
+        top = self.model.items[0]
+        if isinstance(top, MailboxMessage):
+            marks = self.model.dividers().get(top.id, [])
+            self.thread.replace_rows({top.id: self._prompt(top, marks)})
 
     @on(JumpLoaded)
     def _jump_loaded(self, event: JumpLoaded) -> None:
@@ -548,6 +724,11 @@ class MailboxView(Vertical):
         elif isinstance(item, MailboxMessage):
             self.toggle(item.id)
 
+    @on(ThreadList.EndRequested)
+    def _end_requested(self, event: ThreadList.EndRequested) -> None:
+        event.stop()
+        self.action_oldest()
+
     @on(OptionList.OptionHighlighted, "#thread")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
@@ -557,6 +738,13 @@ class MailboxView(Vertical):
             self.load_older()
 
     def on_resize(self) -> None:
+        """Rows follow the width both ways; checked again after the next refresh, when
+        the list itself has its new size (a drag sends many sizes, and the list may
+        still have its old one when the view hears of the change)."""
+        self._rewidth()
+        self.call_after_refresh(self._rewidth)
+
+    def _rewidth(self) -> None:
         width = self._row_width()
         if not width:
             return
@@ -565,7 +753,32 @@ class MailboxView(Vertical):
             self._page_loaded(event)
         elif width != self._width and self._width and self.model.items:
             self._width = width  # a real resize: rows re-wrap at the new width
-            self._render_all()
+            # Nearest the highlight first (what is on screen), the rest in small steps
+            # between frames: 20,000 rows cost seconds to re-render, and the screen
+            # must follow the width at once, both ways.
+            self._rewidth_generation += 1
+            keys = [item_key(item) for item in self.model.items]
+            centre = self.thread.highlighted or 0
+            order = sorted(range(len(keys)), key=lambda index: abs(index - centre))
+            self._rewidth_keys = [keys[index] for index in order]
+            self._rewidth_step(self._rewidth_generation, REWIDTH_FIRST)
+
+    def _rewidth_step(self, generation: int, count: int = REWIDTH_STEP) -> None:
+        if generation != self._rewidth_generation or not self._rewidth_keys:
+            return  # a newer width took over, or every row is done
+        keys, self._rewidth_keys = self._rewidth_keys[:count], self._rewidth_keys[count:]
+        dividers = self.model.dividers()
+        prompts: dict[str, Content] = {}
+        for key in keys:
+            item: Item | None = self.model.by_id.get(key)
+            if item is None:
+                index = self.model.index_of(key)
+                item = self.model.items[index] if index is not None else None
+            if item is not None:
+                prompts[key] = self._prompt(item, dividers.get(key, []))
+        self.thread.replace_rows(prompts)
+        if self._rewidth_keys:
+            self.set_timer(0.01, lambda: self._rewidth_step(generation))
 
     # -------------------------------------------------------------- actions
 
@@ -573,7 +786,8 @@ class MailboxView(Vertical):
         self._apply(self.model.toggle(message_id))
 
     def show_new(self) -> None:
-        """Bring announced new rows into the thread (at the top)."""
+        """Bring announced new rows into the thread (at the top), and show the top:
+        the newest row highlighted, whole, at the top of the list."""
         if not self.model.pending:
             return
         more = self.model.pending_more
@@ -582,6 +796,11 @@ class MailboxView(Vertical):
         if more:
             self.refresh_thread(force=True)
         self._update_chrome()
+        thread = self.thread
+        if thread.option_count:
+            thread.highlighted = 0
+            thread.scroll_home(animate=False)
+            self.call_after_refresh(thread.scroll_home, animate=False)
 
     def message_by_id(self, message_id: str) -> MailboxMessage | None:
         return self.model.by_id.get(message_id)
@@ -619,21 +838,49 @@ class MailboxView(Vertical):
         prompt = self._prompt(item, dividers.get(key, []))
         return RowOption(prompt, key, item, disabled=isinstance(item, StartMarker))
 
+    def hidden_above(self, message: MailboxMessage) -> tuple[int, int]:
+        """(first, last) sequences hidden between ``message`` and the loaded row just
+        newer than it (control-plane rows this view hides, as TermAl's views do), or
+        (0, 0) when none are. Above the newest row: up to the mailbox's last sequence."""
+        index = self.model.index_of(message.id)
+        if index is None:
+            return (0, 0)
+        if index > 0:
+            newer = self.model.items[index - 1]
+            if not isinstance(newer, MailboxMessage):
+                return (0, 0)  # a gap not read yet: nothing is known about it
+            top = newer.sequence - 1
+        elif self.model.pending or self._token is None:
+            return (0, 0)
+        else:
+            top = self._token.next_sequence - 1
+        return (message.sequence + 1, top) if top > message.sequence else (0, 0)
+
     def _prompt(self, item: Item, marks: list) -> Content:
         if isinstance(item, MailboxMessage):
             assert self.model.summary is not None
-            return message_row(
-                item,
-                self.model.summary,
-                item.id in self.model.expanded,
-                dividers=marks,
-                width=self._width or self._row_width() or 80,
-                body_lines=max(5, self.size.height - 22),
-                processed=self.model.is_processed(item),
-            )
+            first, last = self.hidden_above(item)
+            if first:
+                return Content("\n").join(
+                    [hidden_marker(first, last), self._message_prompt(item, marks)]
+                )
+            return self._message_prompt(item, marks)
         if isinstance(item, Gap):
             return gap_row(item, marks)
         return start_marker()
+
+    def _message_prompt(self, item: MailboxMessage, marks: list) -> Content:
+        assert self.model.summary is not None
+        return message_row(
+            item,
+            self.model.summary,
+            item.id in self.model.expanded,
+            dividers=marks,
+            width=self._width or self._row_width() or 80,
+            body_lines=max(5, self.size.height - 22),
+            processed=self.model.is_processed(item),
+            now=self.clock(),
+        )
 
     def _apply(self, change: Change) -> None:
         """Apply a model change to the widget: splices, then changed rows only."""
@@ -643,12 +890,16 @@ class MailboxView(Vertical):
         dividers = self.model.dividers()
         spliced: set[str] = set()
         with self.app.batch_update():
+            below: set[str] = set()  # each row under a splice: its newer neighbour moved
             for splice in change.splices:
                 options = [self._option(item, dividers) for item in splice.items]
                 spliced |= {item_key(item) for item in splice.items}
                 thread.splice(splice.index, splice.count, options)
+                after = splice.index + len(splice.items)
+                if after < len(self.model.items):
+                    below.add(item_key(self.model.items[after]))
             prompts: dict[str, Content] = {}
-            for key in change.changed - spliced:
+            for key in (change.changed | below) - spliced:
                 item: Item | None = self.model.by_id.get(key)
                 if item is None:
                     index = self.model.index_of(key)
@@ -708,10 +959,15 @@ class MailboxView(Vertical):
 
     def _refresh_footer(self) -> None:
         """Rebuild the footer only when what it offers changes (a rebuild restyles it)."""
+        try:
+            option = self.thread.highlighted_option
+        except NoMatches:
+            option = None
+        item = option.item if isinstance(option, RowOption) else None
         offered = (
             self.model.has_older,
             bool(self.model.pending),
-            self.highlighted_message() is not None,
+            type(item).__name__,  # a message expands, a gap loads rows, the marker neither
         )
         if offered != self._offered:
             self._offered = offered

@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
+from rich.cells import cell_len
+from textual import events
 from textual.binding import Binding
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -32,15 +35,57 @@ class RowOption(Option):
 class ThreadList(OptionList):
     """The thread's rows, updated incrementally."""
 
-    BINDINGS = [Binding("enter", "select", "Expand")]
+    # The footer names what enter does on the highlighted row (check_action hides the
+    # other one; the key falls through to the binding that applies).
+    BINDINGS = [
+        Binding("enter", "expand", "Expand", id="expand"),
+        Binding("enter", "load_gap", "Load rows", id="load-gap"),
+    ]
+
+    class EndRequested(Message):
+        """End was pressed: the view loads down to ``— start of mailbox —``."""
+
+    def action_last(self) -> None:
+        self.post_message(self.EndRequested())
+
+    def _highlighted_item(self) -> object:
+        option = self.highlighted_option
+        return option.item if isinstance(option, RowOption) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("expand", "load_gap"):
+            kind = type(self._highlighted_item()).__name__
+            return kind == ("Gap" if action == "load_gap" else "MailboxMessage")
+        return super().check_action(action, parameters)
+
+    def action_expand(self) -> None:
+        self.action_select()
+
+    def action_load_gap(self) -> None:
+        self.action_select()
 
     def _measure(self, option: Option) -> int:
         padding = self.get_component_styles("option-list--option").padding
         width = self.scrollable_content_region.width - self._get_left_gutter_width()
+        room = width - padding.width
+        prompt = option.prompt
+        if isinstance(prompt, Content):
+            # Rows are cut to the width they were rendered at: when no line is wider
+            # than the room, the height is the line count (no wrapping to compute).
+            lines = prompt.plain.split("\n")
+            if all(cell_len(line) <= room for line in lines):
+                return len(lines) + int(option._divider)
         styles = cast("RulesMap", self.styles)  # what OptionList passes, typed
-        return self._get_visual(option).get_height(styles, width - padding.width) + int(
-            option._divider
-        )
+        return self._get_visual(option).get_height(styles, room) + int(option._divider)
+
+    def _on_resize(self, event: events.Resize) -> None:  # type: ignore[override]
+        """Keep the measured heights on a resize (OptionList's handler, prevented here,
+        clears them and measures every row again: seconds at 20,000 rows). The view
+        re-renders the rows at the new width, nearest first, and each replaced row is
+        measured again."""
+        event.prevent_default()
+        self._option_render_cache.clear()
+        self.refresh()
 
     def _measured(self) -> bool:
         return bool(self.scrollable_content_region) and bool(self._line_cache.lines)

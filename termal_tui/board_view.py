@@ -1,0 +1,189 @@
+"""What the viewer's board view shows, without textual: pretty, sanitised JSON values,
+one-line key summaries and ages, and the names of the projects that scope the board.
+
+Project names are read read-only from TermAl's ``termal.sqlite`` (its projects) and
+termal-tui's session registry (projects minted for sessions outside TermAl's), both
+beside the coordination database; a scope with no known name shows its id. Nothing
+here writes: ``mode=ro``, and an immutable open when the file is not in use (no
+sidecar is created).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+from termal_tui.health import format_age
+from termal_tui.notifiers import registry_path_for
+from termal_tui.sanitize import cap, visible, visible_line
+from termal_tui.store.board.formats import dumps
+from termal_tui.store.board.records import BoardHead, BoardScope
+
+TERMAL_STATE_FILENAME: Final = "termal.sqlite"
+TERMAL_METADATA_KEY: Final = "metadataState"  # TermAl's persist.rs SQLITE_METADATA_KEY
+INDENT: Final = "  "
+PREVIEW_LINES: Final = 4  # a key's value in the list; the whole value on enter
+ENTRY_LINES: Final = 2_000  # the whole-value pane: past this, a note says how many more
+
+
+# ----------------------------------------------------------------------- values
+
+
+def json_string(text: str) -> str:
+    """A JSON string for a person: quotes, backslashes, newlines and tabs escaped as JSON
+    does; every other control or invisible character as its visible stand-in (``␛``,
+    ``⟨RLO⟩``), never a raw byte and never a silent ``\\u001b``."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\n", "\\n").replace("\t", "\\t")
+    return '"' + visible(escaped) + '"'
+
+
+def pretty_json(value: Any, indent: str = "") -> str:
+    """``value`` as indented JSON, strings through :func:`json_string`, numbers as
+    serde_json writes them (as TermAl stores them); objects keep the stored order."""
+    if isinstance(value, str):
+        return json_string(value)
+    if isinstance(value, dict) and value:
+        inner = indent + INDENT
+        items = [f"{inner}{json_string(str(k))}: {pretty_json(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value:
+        inner = indent + INDENT
+        items = [f"{inner}{pretty_json(v, inner)}" for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{indent}]"
+    return dumps(value)
+
+
+def value_text(head: BoardHead) -> str:
+    """A head's value for display, every character visible: pretty JSON; a tombstone
+    says so; a stored value that is not JSON is shown as its raw text, flagged."""
+    if head.deleted:
+        return "(deleted: tombstone at this revision)"
+    if head.invalid:
+        return "(stored value is not JSON) " + visible(head.value_json or "")
+    return pretty_json(head.value)
+
+
+class Cut(NamedTuple):
+    text: str
+    hidden_lines: int
+    hidden_chars: int
+
+
+def cut_value(text: str, max_lines: int, width: int) -> Cut:
+    """The first ``max_lines`` lines of ``text``, each at most ``width`` cells of
+    characters, and how much was left out (the whole value is one key press away)."""
+    lines = text.split("\n")
+    if len(lines) == max_lines + 1:
+        max_lines += 1  # a note that one line is left out would take that line's place
+    kept = lines[:max_lines]
+    shown = [cap(line, width) for line in kept]
+    hidden_chars = sum(
+        len(a) - len(b) + (1 if b.endswith("…") else 0) for a, b in zip(kept, shown, strict=True)
+    )
+    return Cut("\n".join(shown), max(0, len(lines) - max_lines), hidden_chars)
+
+
+# ------------------------------------------------------------------------ heads
+
+
+def parse_board_time(text: str) -> datetime | None:
+    """A board timestamp (``2026-07-30T12:34:56.123Z``) as an aware datetime."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def age_text(updated_at: str, now: datetime) -> str:
+    moment = parse_board_time(updated_at)
+    if moment is None:
+        return visible_line(updated_at, 30)
+    return format_age((now - moment).total_seconds())
+
+
+def author_text(head: BoardHead, max_chars: int = 40) -> str:
+    name = visible_line(head.author_name, max_chars)
+    return name or visible_line(head.author_session_id, max_chars)
+
+
+def head_line(head: BoardHead, now: datetime) -> str:
+    """``rev 3 · gen 17 · planner · stamp abc · 5 min``: one key's facts after its name."""
+    parts = [
+        f"rev {head.revision:,}",
+        f"gen {head.updated_at_generation:,}",
+        author_text(head),
+    ]
+    if head.state_stamp is not None:
+        parts.append(f"stamp {visible_line(head.state_stamp, 32)}")
+    parts.append(age_text(head.updated_at, now))
+    return " · ".join(parts)
+
+
+def scope_title(scope: BoardScope, names: dict[str, str]) -> str:
+    """The project's name (sanitised), or its scope id when no name is known."""
+    name = names.get(scope.scope_id)
+    return visible_line(name, 60) if name else visible_line(scope.scope_id, 60)
+
+
+def scope_counts(scope: BoardScope) -> str:
+    tombstones = f" · {scope.tombstone_count:,} tombstoned" if scope.tombstone_count else ""
+    return f"gen {scope.generation:,} · {scope.live_count:,} live{tombstones}"
+
+
+# --------------------------------------------------------------------- projects
+
+
+def _read_only(path: Path) -> sqlite3.Connection | None:
+    if not path.is_file() or path.is_symlink():
+        return None
+    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    uri = path.resolve().as_uri() + ("?mode=ro" if in_use else "?mode=ro&immutable=1")
+    try:
+        db = sqlite3.connect(uri, uri=True)
+        db.execute("PRAGMA query_only = ON")
+    except sqlite3.Error:
+        return None
+    return db
+
+
+def _termal_names(path: Path) -> dict[str, str]:
+    db = _read_only(path)
+    if db is None:
+        return {}
+    try:
+        row = db.execute(
+            "SELECT value_json FROM app_state WHERE key = ?", (TERMAL_METADATA_KEY,)
+        ).fetchone()
+        if row is None:
+            return {}
+        state = json.loads(row[0])
+        return {str(p["id"]): str(p["name"]) for p in state["projects"]}
+    except (sqlite3.Error, ValueError, TypeError, KeyError):
+        return {}  # not TermAl's file after all: scope ids are shown
+    finally:
+        db.close()
+
+
+def _registry_names(path: Path) -> dict[str, str]:
+    db = _read_only(path)
+    if db is None:
+        return {}
+    try:
+        return {str(r[0]): str(r[1]) for r in db.execute("SELECT id, name FROM projects")}
+    except sqlite3.Error:
+        return {}  # a registry from before projects existed
+    finally:
+        db.close()
+
+
+def project_names(db_path: Path) -> dict[str, str]:
+    """Scope id → project name: TermAl's projects win over termal-tui's minted ones."""
+    db_path = db_path.expanduser()
+    names = _registry_names(registry_path_for(db_path))
+    names.update(_termal_names(db_path.with_name(TERMAL_STATE_FILENAME)))
+    return names

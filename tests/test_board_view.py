@@ -1,0 +1,483 @@
+"""The viewer's board view: projects with names, generations and counts; keys with their
+facts and pretty, sanitised values; tombstones on a toggle; a key's whole value and
+history on enter; live by the scope generations (an idle tick reads only them), paused
+while another screen is on top; hostile text shown as stand-ins; nothing on disk
+changes. Polling tests wait the timer out, never press r. Snapshots at 80x24, 120x40."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable
+
+from termal_tui.board_view import (
+    cut_value,
+    json_string,
+    pretty_json,
+    project_names,
+    value_text,
+)
+from termal_tui.store.board import open_board_writer
+from termal_tui.store.board.reader import BoardReader
+from termal_tui.store.board.records import BoardHead
+from termal_tui.store.writer import open_writer
+from termal_tui.tui.app import MailboxApp
+from termal_tui.tui.screens.board import BoardKeyScreen, BoardScreen
+from tests.helpers import StepClock
+from tests.viewer_support import FIXED_NOW, app_for, screen_text, settle, wait_for
+
+P1 = "project-11111111-1111-4111-8111-111111111111"
+P2 = "project-22222222-2222-4222-8222-222222222222"
+P3 = "project-33333333-3333-4333-8333-333333333333"  # no name anywhere: its id is shown
+HOSTILE_KEY = "evil\u202e.key\x1b[2J"
+HOSTILE_AUTHOR = "mal\u202elory\x1b]0;pwned\x07"
+INTERVAL = 0.2
+
+
+async def put(writer: Any, scope: str, key: str, value: Any, revision: int, who: str, **kw: Any):
+    return await writer.set(
+        scope,
+        key,
+        expected_revision=revision,
+        author_session_id=f"session-{who}",
+        author_name=who,
+        idempotency_key=f"{scope}-{key}-{revision}",
+        value=value,
+        **kw,
+    )
+
+
+async def build_board(root: Path) -> Path:
+    """Three projects (one named by TermAl's termal.sqlite, one by the registry, one by
+    nothing), a key with history, a tombstone, a long value and hostile text."""
+    root.mkdir(parents=True, exist_ok=True)
+    db = root / "coordination.sqlite"
+    async with open_writer(db):
+        pass
+    clock = StepClock(FIXED_NOW - timedelta(hours=3), timedelta(minutes=7))
+    async with open_board_writer(db, clock=clock) as w:
+        await put(w, P1, "release.status", {"phase": "review", "blockers": []}, 0, "planner")
+        await put(w, P1, "release.status", {"phase": "qa", "blockers": ["flaky"]}, 1, "reviewer")
+        await put(
+            w,
+            P1,
+            "release.status",
+            {"phase": "ship", "blockers": [], "notes": "all green"},
+            2,
+            "backend",
+            state_stamp="build-43",
+        )
+        await put(w, P1, "api.schema.version", 7, 0, "backend")
+        steps = [f"step {i}: migrate table {i} and verify the row counts" for i in range(14)]
+        await put(w, P1, "plan.steps", {"steps": steps}, 0, "planner")
+        await put(w, P1, "hostile.text", {"note": "red \x1b[31mX\x1b[0m \u202eevil"}, 0, "mallory")
+        await put(w, P1, "scratch.tmp", True, 0, "planner")
+        await w.set(
+            P1,
+            "scratch.tmp",
+            expected_revision=1,
+            author_session_id="session-planner",
+            author_name="planner",
+            idempotency_key="delete-scratch",
+            delete=True,
+        )
+        await put(w, P1, "null.value", None, 0, "planner")
+        await put(w, P2, "docs.toc", ["intro", "setup", "board"], 0, "docs")
+        await put(w, P3, "orphan.flag", False, 0, "docs")
+    # What a hostile peer could write around termal-tui's validation (TermAl's is the same).
+    raw = sqlite3.connect(db)
+    raw.execute(
+        "UPDATE coordination_board_entries SET author_name = ? WHERE key = 'hostile.text'",
+        (HOSTILE_AUTHOR,),
+    )
+    raw.execute(
+        "INSERT INTO coordination_board_entries VALUES (?, ?, 1, 6, ?, 'session-x', 'x', ?, ?)",
+        (P1, HOSTILE_KEY, json.dumps({"k\u202ey": "v\x9b"}), "2026-11-30T11:00:00.000Z", "\x1b[5m"),
+    )
+    raw.commit()
+    raw.close()
+    termal = sqlite3.connect(root / "termal.sqlite")
+    termal.execute("CREATE TABLE app_state (key TEXT PRIMARY KEY, value_json TEXT NOT NULL)")
+    projects = [{"id": P1, "name": "termal-tui", "rootPath": "/src/tt", "remoteId": "local"}]
+    termal.execute(
+        "INSERT INTO app_state VALUES ('metadataState', ?)", (json.dumps({"projects": projects}),)
+    )
+    termal.commit()
+    termal.close()
+    registry = sqlite3.connect(root / "termal-tui-sessions.sqlite")
+    registry.execute(
+        "CREATE TABLE projects (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+        "root_path TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL)"
+    )
+    registry.execute("INSERT INTO projects VALUES (?, 'docs-site', '/src/docs', 'x')", (P2,))
+    registry.commit()
+    registry.close()
+    return db
+
+
+@pytest.fixture
+async def board_db(tmp_path: Path) -> Path:
+    return await build_board(tmp_path / "board")
+
+
+async def open_board(app: MailboxApp, pilot: Any) -> BoardScreen:
+    await settle(app, pilot)
+    await pilot.press("b")
+    await settle(app, pilot)
+    screen = app.screen
+    assert isinstance(screen, BoardScreen)
+    await wait_for(lambda: screen.shown and screen.filled)
+    return screen
+
+
+def head(**kw: Any) -> BoardHead:
+    base: dict[str, Any] = dict(
+        key="a.b",
+        revision=1,
+        updated_at_generation=1,
+        value=None,
+        deleted=False,
+        author_session_id="s",
+        author_name="n",
+        updated_at="2026-11-30T12:00:00.000Z",
+        state_stamp=None,
+    )
+    return BoardHead(**(base | kw))
+
+
+# ----------------------------------------------------------------- headless
+
+
+def test_values_are_pretty_json_with_every_character_visible():
+    text = pretty_json({"a\u202eb": ['x\x1b[31m"q"\n\\', 1.5, None, True, {}, []]})
+    assert text.split("\n") == [
+        "{",
+        '  "a⟨RLO⟩b": [',
+        '    "x␛[31m\\"q\\"\\n\\\\",',
+        "    1.5,",
+        "    null,",
+        "    true,",
+        "    {},",
+        "    []",
+        "  ]",
+        "}",
+    ]
+    assert json_string("\x9b\u200b\t") == '"⟨C1:9B⟩⟨U+200B⟩\\t"'
+
+
+def test_tombstones_and_values_that_are_not_json_say_so():
+    assert "tombstone" in value_text(head(deleted=True))
+    bad = head(invalid=True, value_json="{not json\x1b")
+    assert value_text(bad) == "(stored value is not JSON) {not json␛"
+
+
+def test_long_values_are_cut_with_what_was_left_out():
+    cut = cut_value("\n".join(f"line {i} " + "x" * 50 for i in range(10)), 3, 20)
+    assert cut.hidden_lines == 7
+    assert cut.text.split("\n")[0] == "line 0 xxxxxxxxxxxx…"
+    assert cut.hidden_chars > 0
+    assert cut_value("short", 3, 20) == ("short", 0, 0)
+    assert cut_value("1\n2\n3\n4", 3, 20) == ("1\n2\n3\n4", 0, 0)  # never "1 more line"
+
+
+async def test_project_names_come_from_termal_and_the_registry_read_only(board_db):
+    before = sorted(p.name for p in board_db.parent.iterdir())
+    names = project_names(board_db)
+    assert names == {P1: "termal-tui", P2: "docs-site"}
+    assert sorted(p.name for p in board_db.parent.iterdir()) == before  # no sidecars
+    assert project_names(board_db.parent / "elsewhere" / "coordination.sqlite") == {}
+
+
+# --------------------------------------------------------------------- pilot
+
+
+async def test_b_on_the_index_opens_the_board_with_projects_and_keys(board_db):
+    app = app_for(board_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_board(app, pilot)
+        text = screen_text(app)
+        assert "Paused" in text  # --interval 0, as tabs say
+        assert "termal-tui  gen 9 · 6 live · 1 tombstoned" in text
+        assert "docs-site  gen 1 · 1 live" in text
+        assert f"{P3}  gen 1 · 1 live" in text  # no name known: the scope id
+        assert "release.status  rev 3 · gen 3 · backend · stamp build-43 · 2 h" in text
+        assert '"notes": "all green",' in text
+        assert "… 14 more lines · enter shows the whole value" in text
+        assert "scratch.tmp" not in text
+        await pilot.press("t")
+        await settle(app, pilot)
+        assert "✕ scratch.tmp  deleted · rev 2 · gen 8 · planner" in screen_text(app)
+        await pilot.press("t")
+        await settle(app, pilot)
+        assert "scratch.tmp" not in screen_text(app)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, BoardScreen)
+
+
+async def test_the_palette_offers_the_board(board_db):
+    from termal_tui.tui.commands import MailboxCommands
+
+    app = app_for(board_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        provider = MailboxCommands(app.screen)
+        names = [name for name, _callback, _help in provider._commands()]
+        assert "Board" in names
+        dict((n, c) for n, c, _ in provider._commands())["Board"]()  # type: ignore[operator]
+        await settle(app, pilot)
+        assert isinstance(app.screen, BoardScreen)
+
+
+async def test_choosing_a_project_shows_its_keys(board_db):
+    app = app_for(board_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+        await pilot.press("tab", "down")
+        await settle(app, pilot)
+        await wait_for(lambda: [h.key for h in screen.shown] == ["docs.toc"])
+        assert '"setup",' in screen_text(app)
+
+
+async def test_enter_shows_the_whole_value_and_the_history_table(board_db):
+    app = app_for(board_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+        keys = [h.key for h in screen.shown]
+        await pilot.press(*["down"] * keys.index("plan.steps"), "enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BoardKeyScreen)
+        await wait_for(lambda: app.screen.generation > 0)  # type: ignore[attr-defined]
+        assert "step 13: migrate table 13" in screen_text(app)  # the whole value
+        await pilot.press("escape")
+        await settle(app, pilot)
+        await pilot.press(*["up"] * 10, *["down"] * keys.index("release.status"), "enter")
+        await settle(app, pilot)
+        key_screen = app.screen
+        assert isinstance(key_screen, BoardKeyScreen)
+        await wait_for(lambda: key_screen.generation > 0)
+        table = key_screen.query_one("#history", DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(i)][:4] for i in range(table.row_count)]
+        assert rows == [
+            ["3 ●", "3", "backend", "build-43"],
+            ["2", "2", "reviewer", ""],
+            ["1", "1", "planner", ""],
+        ]
+        assert "· 2 earlier revisions kept" in screen_text(app)
+        await pilot.press("down")  # the value pane follows the highlighted revision
+        await settle(app, pilot)
+        assert '"flaky"' in screen_text(app)
+
+
+async def test_hostile_keys_authors_and_values_render_as_visible_stand_ins(board_db):
+    app = app_for(board_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_board(app, pilot)
+        text = screen_text(app)
+        assert "evil⟨RLO⟩.key␛[2J" in text
+        assert "stamp ␛[5m" in text
+        assert '"k⟨RLO⟩y": "v⟨C1:9B⟩"' in text
+        assert "mal⟨RLO⟩lory␛]0;pwned␇" in text
+        assert '"note": "red ␛[31mX␛[0m ⟨RLO⟩evil"' in text
+        svg = app.export_screenshot()
+        for raw in ("\x1b", "\u202e", "\x9b", "\x07"):
+            assert raw not in svg
+
+
+async def test_the_board_follows_writes_by_itself_and_idle_ticks_read_only_generations(
+    board_db, monkeypatch
+):
+    calls: Counter[str] = Counter()
+    for name in ("generations", "generation", "scopes", "entries", "history", "list", "get"):
+        original = getattr(BoardReader, name)
+
+        def counted(
+            self: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any
+        ) -> Any:
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(BoardReader, name, counted)
+    app = app_for(board_db, poll_interval=INTERVAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+        await wait_for(lambda: calls["generations"] >= 1)
+        calls.clear()
+        await wait_for(lambda: calls["generations"] >= 3)  # three idle ticks
+        assert set(calls) == {"generations"}
+        assert "Live" in screen_text(app)
+        async with open_board_writer(board_db) as writer:
+            await put(writer, P1, "fresh.key", {"hello": "world"}, 0, "backend")
+        await wait_for(lambda: "fresh.key" in [h.key for h in screen.shown])
+        assert calls["entries"] == 1 and calls["scopes"] == 1
+        await wait_for(lambda: "termal-tui  gen 10 · 7 live" in screen_text(app))
+        # Another project moved: the list is re-read, the shown keys are not.
+        calls.clear()
+        async with open_board_writer(board_db) as writer:
+            await put(writer, P2, "docs.more", 1, 0, "docs")
+        await wait_for(lambda: "docs-site  gen 2 · 2 live" in screen_text(app))
+        assert calls["entries"] == 0
+
+
+async def test_idle_ticks_redraw_ages_without_reading_the_keys(board_db, monkeypatch):
+    from termal_tui.tui.app import make_app
+    from tests.viewer_support import without_animation
+
+    now = [FIXED_NOW]
+    app = without_animation(make_app(board_db, poll_interval=INTERVAL, clock=lambda: now[0]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+        assert "release.status  rev 3 · gen 3 · backend · stamp build-43 · 2 h" in screen_text(app)
+        calls: Counter[str] = Counter()
+        original = BoardReader.entries
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            calls["entries"] += 1
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(BoardReader, "entries", counted)
+        now[0] = FIXED_NOW + timedelta(hours=3)
+        await wait_for(lambda: "stamp build-43 · 5 h" in screen_text(app))
+        assert calls["entries"] == 0
+        assert screen.shown
+
+
+async def test_ticks_pause_while_the_key_screen_is_on_top(board_db, monkeypatch):
+    calls: Counter[str] = Counter()
+    for name in ("generations", "generation"):
+        original = getattr(BoardReader, name)
+
+        def counted(
+            self: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any
+        ) -> Any:
+            calls[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(BoardReader, name, counted)
+    app = app_for(board_db, poll_interval=INTERVAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_board(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        key_screen = app.screen
+        assert isinstance(key_screen, BoardKeyScreen)
+        calls.clear()
+        await wait_for(lambda: calls["generation"] >= 3)  # the key screen's own ticks
+        assert calls["generations"] == 0  # the board's timer is paused
+        async with open_board_writer(board_db) as writer:
+            await put(writer, P1, "api.schema.version", 8, 1, "backend")
+        await wait_for(lambda: key_screen.head is not None and key_screen.head.value == 8)
+        await pilot.press("escape")
+        await wait_for(lambda: calls["generations"] >= 2)  # resumed
+
+
+async def test_a_failed_read_shows_stale_and_keeps_the_rows(board_db, monkeypatch):
+    from termal_tui.store.errors import RetryableError
+
+    app = app_for(board_db, poll_interval=INTERVAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+
+        async def busy(self: Any) -> Any:
+            raise RetryableError("coordination board storage is temporarily busy")
+
+        monkeypatch.setattr(BoardReader, "generations", busy)
+        await wait_for(lambda: "Stale" in screen_text(app))
+        assert "temporarily busy" in screen_text(app)
+        assert screen.shown
+
+
+async def test_an_empty_board_says_so(tmp_path):
+    db = tmp_path / "coordination.sqlite"
+    async with open_writer(db):
+        pass
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("b")
+        await settle(app, pilot)
+        await wait_for(lambda: "No coordination board yet" in screen_text(app))
+
+
+def _disk(db: Path) -> dict[str, tuple[str, int]]:
+    found = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path = Path(f"{db}{suffix}")
+        if path.exists():
+            found[suffix] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+    return found
+
+
+async def test_a_session_changes_nothing_on_disk(board_db):
+    """With the file in use (a TermAl process holds it open, so its -wal and -shm exist):
+    bytes and mtimes of the file and both sidecars are the same after a whole session."""
+    holder = sqlite3.connect(board_db)
+    holder.execute("SELECT COUNT(*) FROM coordination_board_entries").fetchone()
+    try:
+        before = _disk(board_db)
+        assert set(before) == {"", "-wal", "-shm"}
+        app = app_for(board_db, poll_interval=INTERVAL)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await open_board(app, pilot)
+            await pilot.press("t")
+            await pilot.press("enter")
+            await settle(app, pilot)
+            await asyncio.sleep(3 * INTERVAL)
+            await pilot.press("escape", "tab", "down")
+            await wait_for(lambda: [h.key for h in screen.shown] == ["docs.toc"])
+            await asyncio.sleep(3 * INTERVAL)
+        assert _disk(board_db) == before
+        names = {p.name for p in board_db.parent.iterdir()}
+        assert not {n for n in names if n.startswith(("termal.sqlite-", "termal-tui-sessions"))} - {
+            "termal-tui-sessions.sqlite"
+        }
+    finally:
+        holder.close()
+
+
+# ----------------------------------------------------------------- snapshots
+
+
+@pytest.fixture(scope="module")
+def snapshot_board(tmp_path_factory) -> Path:
+    return asyncio.run(build_board(tmp_path_factory.mktemp("snapshot-board")))
+
+
+def _board(*keys: str):
+    async def run_before(pilot: Any) -> None:
+        app = pilot.app
+        await settle(app, pilot)
+        await pilot.press("b")
+        await settle(app, pilot)
+        await wait_for(lambda: getattr(app.screen, "shown", None) and app.screen.filled)
+        if keys:
+            await pilot.press(*keys)
+            await settle(app, pilot)
+            screen = app.screen
+            if isinstance(screen, BoardKeyScreen):
+                await wait_for(lambda: screen.generation > 0)
+        await settle(app, pilot)
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+class TestBoardSnapshots:
+    def test_board(self, snap_compare, snapshot_board, size):
+        assert snap_compare(app_for(snapshot_board), terminal_size=size, run_before=_board())
+
+    def test_board_with_tombstones(self, snap_compare, snapshot_board, size):
+        run = _board("t", "end")
+        assert snap_compare(app_for(snapshot_board), terminal_size=size, run_before=run)
+
+    def test_key_with_history(self, snap_compare, snapshot_board, size):
+        run = _board("end", "enter")  # release.status: the last live key
+        assert snap_compare(app_for(snapshot_board), terminal_size=size, run_before=run)

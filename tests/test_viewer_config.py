@@ -1,0 +1,240 @@
+"""The config file, the keymap check, attention bytes and the one vocabulary, headless
+(no terminal): everything read from a temporary XDG directory."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from termal_tui.attention import Watch, desktop_notification, signal_bytes, window_title
+from termal_tui.cli.viewer import configure, settings_from
+from termal_tui.viewer_config import (
+    checked_keymap,
+    config_path,
+    default_export_dir,
+    load_config,
+    remember_theme,
+    remembered_theme,
+)
+from termal_tui.vocabulary import (
+    FINDING_WORDS,
+    absolute_time,
+    age_words,
+    outcome_words,
+    relative_age,
+    wake_words,
+)
+
+EVERY_KEY = """\
+theme = "gruvbox"
+interval = 3
+export_dir = "~/exports"
+
+[health]
+never_woken_after = 60
+unprocessed_after = 600
+lagging_after = 1800
+no_notifier_after = 90
+
+[keys]
+search = "ctrl+f"
+help = "?"
+
+[attention]
+bell = true
+desktop = true
+watch = ["mailbox-1"]
+every = 30
+"""
+
+
+def write_config(root: Path, text: str) -> dict[str, str]:
+    env = {"XDG_CONFIG_HOME": str(root / "config"), "HOME": str(root / "home")}
+    path = config_path(env)
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    return env
+
+
+def test_the_config_file_reads_every_key(tmp_path):
+    env = write_config(tmp_path, EVERY_KEY)
+    config = load_config(env)
+    assert config.path == tmp_path / "config" / "termal-tui" / "config.toml"
+    assert config.problems == []
+    assert config.theme == "gruvbox" and config.interval == 3.0
+    assert config.export_dir == Path("~/exports").expanduser()
+    assert config.thresholds == {
+        "never_woken": 60.0,
+        "woken_unprocessed": 600.0,
+        "lagging": 1800.0,
+        "no_notifier": 90.0,
+    }
+    assert config.keys == {"search": "ctrl+f", "help": "?"}
+    attention = config.attention
+    assert attention.bell and attention.desktop and attention.enabled
+    assert attention.watch == ("mailbox-1",) and attention.every == 30.0
+
+
+def test_no_config_file_is_all_defaults_and_no_problem(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "nowhere"), "HOME": str(tmp_path)}
+    config = load_config(env)
+    assert config.problems == [] and config.theme is None and config.keys == {}
+    assert not config.attention.enabled
+    # Exports go to a data directory, never the working directory.
+    assert default_export_dir({"HOME": str(tmp_path)}) == (
+        tmp_path / ".local" / "share" / "termal-tui" / "exports"
+    )
+
+
+def test_a_broken_config_file_is_one_sentence_and_the_defaults(tmp_path):
+    env = write_config(tmp_path, 'theme = "unterminated\ninterval = 3\n')
+    config = load_config(env)
+    (problem,) = config.problems
+    assert "is not valid TOML" in problem and problem.endswith("using the defaults.")
+    assert "\n" not in problem and "Traceback" not in problem
+    assert config.theme is None and config.interval is None
+
+
+def test_each_bad_key_is_one_sentence_and_keeps_its_default(tmp_path):
+    env = write_config(
+        tmp_path,
+        'interval = -1\ncolour = "red"\n[health]\nlagging_after = "soon"\nnope = 1\n'
+        "[keys]\nsearch = 3\n[attention]\nbell = 'yes'\n",
+    )
+    config = load_config(env)
+    assert len(config.problems) == 6, config.problems
+    assert config.interval is None and config.thresholds == {} and config.keys == {}
+    assert not config.attention.bell
+    assert all(p.count(".") >= 1 and "\n" not in p for p in config.problems)
+
+
+def test_the_keymap_refuses_unknown_ids_and_collisions_and_keeps_the_defaults():
+    bindings = {
+        "search": ("tab", "slash"),
+        "refresh": ("tab", "r"),
+        "help": ("app", "question_mark"),
+        "filter": ("index", "slash"),
+    }
+    keymap, problems = checked_keymap(
+        {"search": "ctrl+f", "refresh": "?", "nothing": "x", "filter": "f"}, bindings
+    )
+    assert keymap == {"search": "ctrl+f", "filter": "f"}
+    assert len(problems) == 2
+    unknown = next(p for p in problems if p.startswith("keys.nothing"))
+    assert "no binding has that id" in unknown and "the defaults stay" in unknown
+    taken = next(p for p in problems if p.startswith("keys.refresh"))
+    assert "already help's key" in taken and "keeps its default" in taken
+
+
+def test_a_swap_of_two_keys_is_no_collision():
+    bindings = {"older": ("tab", "o"), "show-new": ("tab", "n")}
+    keymap, problems = checked_keymap({"older": "n", "show-new": "o"}, bindings)
+    assert problems == [] and keymap == {"older": "n", "show-new": "o"}
+
+
+def test_the_command_line_overrides_the_config_file(tmp_path):
+    env = write_config(tmp_path, "interval = 3\n[health]\nlagging_after = 1800\n")
+    config = load_config(env)
+    parser = argparse.ArgumentParser()
+    configure(parser, "termal-tui")
+    interval, thresholds = settings_from(parser.parse_args([]), config)
+    assert interval == 3.0 and thresholds.lagging == 1800.0
+    assert thresholds.never_woken == 120.0  # neither given: the default
+    args = parser.parse_args(["--interval", "1", "--lagging-after", "60"])
+    interval, thresholds = settings_from(args, config)
+    assert interval == 1.0 and thresholds.lagging == 60.0
+    nothing = load_config({"XDG_CONFIG_HOME": str(tmp_path / "none"), "HOME": str(tmp_path)})
+    assert settings_from(parser.parse_args([]), nothing)[0] == 8.0
+
+
+def test_the_theme_is_remembered_in_the_state_directory(tmp_path):
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    assert remembered_theme(env) is None
+    assert remember_theme("nord", env) is None
+    assert remembered_theme(env) == "nord"
+    assert (tmp_path / "state" / "termal-tui" / "theme").read_text() == "nord\n"
+
+
+# ------------------------------------------------------------------ attention
+
+
+def test_attention_reports_new_mail_and_new_stuck_hand_offs_once():
+    clock = [0.0]
+    watch = Watch(every=60, clock=lambda: clock[0])
+    assert watch.changes({"m1": (5, "a ⇄ b")}) == []  # the first read only records
+    assert watch.changes({"m1": (7, "a ⇄ b")}) == ["2 new messages in a ⇄ b"]
+    assert watch.changes({"m1": (7, "a ⇄ b")}, [("m1", "never woken")]) == [
+        "stuck hand-off in a ⇄ b: never woken"
+    ]
+    assert watch.changes({"m1": (7, "a ⇄ b")}, [("m1", "never woken")]) == []
+    assert watch.due() and not watch.due()  # rate-limited
+    clock[0] = 61
+    assert watch.due()
+
+
+def test_attention_watches_only_the_mailboxes_named():
+    watch = Watch(mailboxes=("m2",))
+    watch.changes({"m1": (1, "x"), "m2": (1, "y")})
+    assert watch.changes({"m1": (9, "x"), "m2": (2, "y")}) == ["1 new message in y"]
+
+
+def test_attention_bytes_are_sanitised():
+    hostile = "evil\x1b]52;c;AAAA\x07 name; with\x9c"
+    sent = desktop_notification("termal-tui", hostile)
+    assert sent.startswith("\x1b]777;notify;termal-tui;") and "\x1b]9;termal-tui: " in sent
+    # Exactly our own four escape/terminator bytes: none from the agent's text.
+    assert sent.count("\x1b") == 2 and sent.count("\x07") == 2 and "\x9c" not in sent
+    assert "␛" in sent and "name, with" in sent  # visible, and no extra OSC 777 field
+    assert signal_bytes(["x"], bell=True, desktop=False) == "\a"
+    assert signal_bytes([], bell=True, desktop=True) == ""
+    assert window_title(1221, 2) == "\x1b]2;termal-tui · 1,221 unread · 2 stuck\x07"
+
+
+# ----------------------------------------------------------------- vocabulary
+
+
+def test_wake_states_read_as_plain_words_with_termal_s_value_beside_them():
+    assert wake_words("durableButNotWoken") == "never woken (durableButNotWoken)"
+    assert wake_words("deliveredToIdleSession") == "woken (deliveredToIdleSession)"
+    assert wake_words("madeUp\x1b") == "madeUp␛"
+    assert outcome_words(None).startswith("not decided yet (NULL")
+    assert set(FINDING_WORDS) == {
+        "receiver-gone",
+        "no-notifier",
+        "never-woken",
+        "woken-unprocessed",
+        "lagging",
+    }
+    assert FINDING_WORDS["no-notifier"] == "nobody listening"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (2, "just now"),
+        (45, "45 s ago"),
+        (180, "3 min ago"),
+        (5 * 3600, "5 h ago"),
+        (3 * 86400, "3 d ago"),
+    ],
+)
+def test_ages_are_relative(seconds, words):
+    assert age_words(seconds) == words
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    stamp = (now - timedelta(seconds=seconds)).isoformat()
+    assert relative_age(stamp, now) == words
+
+
+def test_the_absolute_time_carries_its_zone(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        assert absolute_time("2026-11-30T12:00:00+00:00") == "2026-11-30 13:00:00 CET (UTC+01:00)"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
