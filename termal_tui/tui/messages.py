@@ -9,14 +9,17 @@ visible "Stale" state. Each mailbox view's own page results live in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual.message import Message
+from textual.worker import Worker, WorkerState
 
 from termal_tui.models import MailboxSummary
 from termal_tui.store.errors import NotFoundError, StoreError
 
 if TYPE_CHECKING:
+    from textual.message_pump import MessagePump
+
     from termal_tui.health import HealthReport
     from termal_tui.models import MailboxMessage
 
@@ -35,6 +38,17 @@ def read_failed(error: BaseException | None) -> ReadFailed:
         return ReadFailed(str(error), isinstance(error, NotFoundError))
     name = type(error).__name__ if error is not None else "Error"
     return ReadFailed(f"unexpected error: {name}: {error}")
+
+
+class WorkerFailures:
+    """Mixed into a widget or screen (before its Textual base): a worker of it that fails
+    becomes one typed :class:`ReadFailed` (see :func:`read_failed`), which the widget
+    shows in its one failed state."""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            event.stop()
+            cast("MessagePump", self).post_message(read_failed(event.worker.error))
 
 
 @dataclass

@@ -36,7 +36,6 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
 from termal_tui.board_view import (
     PREVIEW_LINES,
@@ -52,7 +51,7 @@ from termal_tui.board_view import (
 from termal_tui.sanitize import cap, visible_line
 from termal_tui.store.board.reader import BoardReader, open_board_reader
 from termal_tui.store.board.records import BoardHead, BoardScope
-from termal_tui.tui.messages import ReadFailed, read_failed
+from termal_tui.tui.messages import ReadFailed, WorkerFailures
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
 
 FIRST_ROWS: Final = 40  # rows built before the first paint (more than a screen holds)
@@ -174,7 +173,7 @@ class ScopeList(OptionList):
 # ---------------------------------------------------------------------- screen
 
 
-class BoardScreen(Screen[None]):
+class BoardScreen(WorkerFailures, Screen[None]):
     """The coordination board of one database, read-only and live."""
 
     AUTO_FOCUS = "#keys"
@@ -328,11 +327,6 @@ class BoardScreen(Screen[None]):
         generation = await reader.generation(scope_id)
         entries = await reader.entries(scope_id, include_deleted=True)
         self.post_message(ScopeEntries(scope_id, generation, entries))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            event.stop()
-            self.post_message(read_failed(event.worker.error))
 
     # ------------------------------------------------------------ results
 
@@ -543,7 +537,7 @@ class BoardScreen(Screen[None]):
 # ----------------------------------------------------------------- key screen
 
 
-class BoardKeyScreen(Screen[None]):
+class BoardKeyScreen(WorkerFailures, Screen[None]):
     """One key: its whole value (of the highlighted revision) and its last revisions.
     Live like the board: a tick reads the scope's generation, the key only if it moved."""
 
@@ -636,11 +630,6 @@ class BoardKeyScreen(Screen[None]):
         finally:
             self.reading = False
         self.post_message(KeyLoaded(generation, head, history))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            event.stop()
-            self.post_message(read_failed(event.worker.error))
 
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:

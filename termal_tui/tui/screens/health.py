@@ -22,12 +22,11 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
 from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
 from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
-from termal_tui.tui.messages import HealthLoaded, ReadFailed, read_failed
+from termal_tui.tui.messages import HealthLoaded, ReadFailed, WorkerFailures
 from termal_tui.vocabulary import FINDING_WORDS
 
 KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in help
@@ -58,7 +57,7 @@ def _identity(finding: Finding) -> tuple[str, str, str]:
     return (finding.kind, finding.mailbox_id, finding.session_id)
 
 
-class HealthScreen(Screen[tuple[str, int] | None]):
+class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     """Dismisses with (mailbox id, first affected sequence) when a finding is chosen."""
 
     DEFAULT_CSS = """
@@ -145,11 +144,6 @@ class HealthScreen(Screen[tuple[str, int] | None]):
         if self.interval <= 0:
             return Content.styled(f"⏸ Paused {moment}", "bold $warning")
         return Content.styled(f"● Live {moment}", "bold $success")
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            event.stop()
-            self.post_message(read_failed(event.worker.error))
 
     @on(HealthLoaded)
     def _loaded(self, event: HealthLoaded) -> None:

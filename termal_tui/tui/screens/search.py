@@ -20,13 +20,12 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
 from termal_tui.models import MailboxMessage
 from termal_tui.presentation import row_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader
-from termal_tui.tui.messages import ReadFailed, SearchProgress, read_failed
+from termal_tui.tui.messages import ReadFailed, SearchProgress, WorkerFailures
 from termal_tui.vocabulary import relative_age
 
 MAX_RESULTS: Final = 500
@@ -52,7 +51,7 @@ def snippet(text: str, needle: str, room: int = SNIPPET_CHARS) -> tuple[str, int
     return shown, offset, offset + len(needle)
 
 
-class SearchScreen(ModalScreen[int | None]):
+class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     DEFAULT_CSS = """
     SearchScreen { align: center top; }
     SearchScreen > Vertical {
@@ -148,11 +147,6 @@ class SearchScreen(ModalScreen[int | None]):
             self.post_message(SearchProgress(number, needle, found, before))
             if before is None or wanted <= 0:
                 break
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            event.stop()
-            self.post_message(read_failed(event.worker.error))
 
     @on(SearchProgress)
     def _progress(self, event: SearchProgress) -> None:

@@ -24,7 +24,6 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
 from termal_tui.models import MailboxSummary
 from termal_tui.sanitize import visible_line
@@ -35,7 +34,7 @@ from termal_tui.tui.messages import (
     MarkersLoaded,
     OpenMailbox,
     ReadFailed,
-    read_failed,
+    WorkerFailures,
 )
 from termal_tui.tui.render import card
 from termal_tui.vocabulary import FINDING_WORDS
@@ -64,7 +63,7 @@ class CardList(OptionList):
             self.post_message(ScrolledNearEnd())
 
 
-class MailboxIndex(Vertical, can_focus=True):
+class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
     """Cards for every visible mailbox. Selecting one posts :class:`OpenMailbox`.
 
     Focusable itself, so that with no cards (an empty database) its keys still work.
@@ -304,12 +303,6 @@ class MailboxIndex(Vertical, can_focus=True):
             if finding.severity >= 2:
                 worst.setdefault(finding.mailbox_id, PROBLEM_WORDS[finding.kind])
         self.post_message(MarkersLoaded(worst))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A failed worker becomes one typed message (shown by :meth:`_failed`)."""
-        if event.state == WorkerState.ERROR:
-            event.stop()
-            self.post_message(read_failed(event.worker.error))
 
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:

@@ -27,7 +27,6 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import OptionList, Static
-from textual.worker import Worker, WorkerState
 
 from termal_tui.formats import READ_LIMIT_MAX
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage
@@ -36,7 +35,12 @@ from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.reader import MailboxReader
 from termal_tui.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
-from termal_tui.tui.messages import CloseRequested, ReadFailed, TitleKnown, read_failed
+from termal_tui.tui.messages import (
+    CloseRequested,
+    ReadFailed,
+    TitleKnown,
+    WorkerFailures,
+)
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
 
@@ -169,7 +173,7 @@ class ThreadHeader(Widget):
 # ---------------------------------------------------------------------- view
 
 
-class MailboxView(Vertical):
+class MailboxView(WorkerFailures, Vertical):
     """A read-only mailbox thread with paging, jumps, expansion and live refresh."""
 
     DEFAULT_CSS = """
@@ -601,13 +605,6 @@ class MailboxView(Vertical):
             self.mailbox_id, gap.newer, PAGE_SIZE, session_id=self.session_id
         )
         self.post_message(GapLoaded(gap, page))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place where a failed read becomes a typed message (then Stale)."""
-        if event.state != WorkerState.ERROR:
-            return
-        event.stop()
-        self.post_message(read_failed(event.worker.error))
 
     # -------------------------------------------------------------- results
 
