@@ -503,13 +503,6 @@ class MailboxApp(App[None]):
             return  # already open (the palette offers it there too)
         self.push_screen(BoardScreen(self.db_path, interval=self.poll_interval, clock=self._clock))
 
-    def jump_to(self, sequence: int) -> None:
-        """Select ``#sequence`` in the active tab (for scripts and benchmarks; the
-        palette offers the view's own jump)."""
-        view = self.active_view()
-        if view is not None:
-            view.jump_to(sequence)
-
 
 def make_app(
     db_path: str | os.PathLike[str],
