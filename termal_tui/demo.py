@@ -101,10 +101,21 @@ def _planner_backend_body(index: int, sender: str) -> tuple[str, str | None]:
     return body, topic
 
 
-async def build_demo(path: str | os.PathLike[str]) -> Path:
-    """Create (or extend idempotently) the demo database at ``path``."""
+DEMO_SPAN = timedelta(minutes=108)  # from the first message to the last
+
+
+def recent_start(now: datetime | None = None) -> datetime:
+    """A start that ends the demo 20 minutes before ``now``: its ages read as a live
+    workspace's, old enough for every health finding it is built to show."""
+    moment = (now or datetime.now(UTC)).replace(microsecond=0)
+    return moment - DEMO_SPAN - timedelta(minutes=20)
+
+
+async def build_demo(path: str | os.PathLike[str], *, start: datetime = DEMO_START) -> Path:
+    """Create (or extend idempotently) the demo database at ``path``; ``start`` is the
+    first message's time (fixed by default, for snapshots)."""
     target = Path(path)
-    clock = _Clock(DEMO_START, timedelta(seconds=41))
+    clock = _Clock(start, timedelta(seconds=41))
     async with open_writer(target, clock=clock, new_id=_ids(20261201)) as writer:
         # 1. A long planner ⇄ backend thread: 140 messages, for paging.
         receipts = []

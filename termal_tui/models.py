@@ -217,12 +217,16 @@ _set_attribute = object.__setattr__
 
 
 class MailboxParticipant(WireModel):
-    _NON_NEGATIVE = frozenset({"processed_through"})
+    _NON_NEGATIVE = frozenset({"processed_through", "unread_count"})
+    # The viewer's count of visible rows addressed to this participant above its
+    # cursor (the human index's "who is behind"); never serialized, 0 where not counted.
+    _EXCLUDED = frozenset({"unread_count"})
 
     session_id: str
     display_name: str
     processed_through: int
     left_at: str | None = None
+    unread_count: int = 0
 
     @property
     def departed(self) -> bool:

@@ -12,6 +12,7 @@ from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.sanitize import visible_line
 
 __all__ = [
+    "behind_words",
     "first_sentence",
     "format_time",
     "is_processed",
@@ -73,6 +74,24 @@ def lagging_participants(
     latest visible one)."""
     top = summary.latest_sequence if latest is None else latest
     return [p for p in summary.participants if p.processed_through < top]
+
+
+def behind_words(summary: MailboxSummary, names: int = 2, name_chars: int = 14) -> str:
+    """Who is behind, most unread first: ``backend 22 · planner 10`` (at most ``names``
+    named, then ``+N more``); "" when no participant's unread rows were counted (a
+    session's view counts only its own)."""
+    behind = sorted(
+        (p for p in summary.participants if p.unread_count > 0),
+        key=lambda p: (-p.unread_count, p.display_name.casefold(), p.session_id),
+    )
+    if not behind:
+        return ""
+    words = [
+        f"{visible_line(p.display_name, name_chars)} {p.unread_count:,}" for p in behind[:names]
+    ]
+    if len(behind) > names:
+        words.append(f"+{len(behind) - names} more")
+    return " · ".join(words)
 
 
 def format_time(created_at: str) -> str:

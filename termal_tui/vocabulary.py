@@ -87,6 +87,64 @@ def relative_age(stamp: str, now: datetime) -> str:
         return visible_line(str(stamp), 40)
 
 
+class Ages:
+    """Which relative ages on screen are out of date (headless).
+
+    A widget records the age text each row was drawn with (:meth:`shown`); on its age
+    tick, :meth:`changed` names the rows whose text now differs, so only those are
+    drawn again (each stamp is parsed once, however often it is checked).
+    """
+
+    def __init__(self) -> None:
+        self._shown: dict[str, str] = {}
+        self._moments: dict[str, tuple[str, datetime | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._shown)
+
+    def words(self, key: str, stamp: str, now: datetime) -> str:
+        """The age text for ``stamp`` now (what :func:`relative_age` says)."""
+        known = self._moments.get(key)
+        if known is not None and known[0] == stamp:
+            moment = known[1]
+        else:  # first seen, or the key's stamp moved on (a card's latest message)
+            try:
+                moment = parse_timestamp(stamp)
+            except (ValueError, OverflowError, TypeError):
+                moment = None
+            self._moments[key] = (stamp, moment)
+        if moment is None:
+            return visible_line(str(stamp), 40)
+        try:
+            return age_words((now - moment).total_seconds())
+        except (ValueError, OverflowError, TypeError):
+            return visible_line(str(stamp), 40)
+
+    def shown(self, key: str, stamp: str, now: datetime) -> str:
+        """Record (and return) the age text ``key`` is drawn with now."""
+        text = self.words(key, stamp, now)
+        self._shown[key] = text
+        return text
+
+    def changed(self, stamps: dict[str, str], now: datetime) -> list[str]:
+        """Keys of ``stamps`` (key → stored timestamp) drawn with an age that now reads
+        differently; rows never drawn are left alone."""
+        return [
+            key
+            for key, stamp in stamps.items()
+            if key in self._shown and self.words(key, stamp, now) != self._shown[key]
+        ]
+
+    def forget(self, keep: set[str] | None = None) -> None:
+        """Drop what is no longer on screen (everything, with no ``keep``)."""
+        if keep is None:
+            self._shown.clear()
+            self._moments.clear()
+            return
+        self._shown = {key: text for key, text in self._shown.items() if key in keep}
+        self._moments = {key: seen for key, seen in self._moments.items() if key in keep}
+
+
 def absolute_time(stamp: str) -> str:
     """``2026-11-30 12:57:03 CET (UTC+01:00)``: local time with its zone."""
     try:

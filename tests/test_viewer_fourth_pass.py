@@ -523,8 +523,6 @@ async def test_attention_rings_only_while_away_and_the_title_carries_the_counts(
         driver = app._driver
         original = driver.write
         driver.write = lambda data: (written.append(data), original(data))[1]  # type: ignore[method-assign]
-        await wait_for(lambda: any(w.startswith("\x1b]2;termal-tui · ") for w in written))
-        assert any("unread" in w for w in written if w.startswith("\x1b]2;"))
 
         async def arrive(body: str) -> None:
             async with open_writer(demo) as writer:
@@ -538,6 +536,9 @@ async def test_attention_rings_only_while_away_and_the_title_carries_the_counts(
                 )
 
         await arrive("While you look.")
+        # The poll that sees it retitles the terminal with the new count.
+        await wait_for(lambda: any(w.startswith("\x1b]2;termal-tui · ") for w in written))
+        assert any("43 unread" in w for w in written if w.startswith("\x1b]2;")), written
         await asyncio.sleep(0.6)  # polls happen; the app has focus: no signal
         assert not any(w == "\a" or "\x1b]777;" in w for w in written)
         app.post_message(events.AppBlur())

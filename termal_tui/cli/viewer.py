@@ -143,11 +143,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.demo:
             if args.db or args.db_option:
                 raise CommandError("give either a database path or --demo, not both", EXIT_USAGE)
-            from termal_tui.demo import build_demo  # the demo writes; the viewer never does
+            # the demo writes; the viewer never does
+            from termal_tui.demo import build_demo, recent_start
 
             temp_dir = tempfile.TemporaryDirectory(prefix="termal-tui-demo-")
             path = Path(temp_dir.name) / "coordination.sqlite"
-            asyncio.run(build_demo(path))
+            asyncio.run(build_demo(path, start=recent_start()))
         else:
             path = db_path(args, parser)
             try:

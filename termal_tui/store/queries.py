@@ -403,7 +403,9 @@ _PARTICIPANT_UNREAD: Final = (
 _PARTICIPANT_IN_LIMIT: Final = 500
 
 
-def _participant(session: Any, name: Any, cursor: Any, left_at: Any) -> MailboxParticipant:
+def _participant(
+    session: Any, name: Any, cursor: Any, left_at: Any, unread: int = 0
+) -> MailboxParticipant:
     if not (
         type(session) is str
         and type(name) is str
@@ -419,6 +421,7 @@ def _participant(session: Any, name: Any, cursor: Any, left_at: Any) -> MailboxP
             "display_name": name,
             "processed_through": cursor,
             "left_at": left_at,
+            "unread_count": unread,
         },
     )
 
@@ -459,7 +462,7 @@ def participants(
         if mailbox_id != current_id:
             current_id = mailbox_id
             current = grouped[mailbox_id] if mailbox_id in wanted else []
-        current.append(_participant(session, name, cursor, left_at))
+        current.append(_participant(session, name, cursor, left_at, count or 0))
         if count:
             unread[mailbox_id] += count
     return grouped, unread

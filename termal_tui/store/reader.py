@@ -135,6 +135,14 @@ class MailboxReader:
             lambda db: queries.summaries(db, session_id, limit=limit, after=after)
         )
 
+    async def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version`` on this reader's connection: it moves whenever
+        another connection commits to the file (this reader never does), so a poll can
+        tell "nothing changed" without reading a row."""
+        return await self._snapshot(
+            lambda db: int(db.execute("PRAGMA data_version").fetchone()[0]), single=True
+        )
+
     async def index_totals(self, *, session_id: str | None = None) -> tuple[int, int]:
         """(mailboxes, unread) over everything :meth:`list_mailboxes` would list."""
         return await self._snapshot(lambda db: queries.totals(db, session_id))

@@ -29,7 +29,13 @@ from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import RetryableError, StoreError
 from termal_tui.store.reader import FILE_SWAPPED, MailboxReader, open_reader
-from termal_tui.tui.messages import CloseRequested, IndexLoaded, OpenMailbox, TitleKnown
+from termal_tui.tui.messages import (
+    CloseRequested,
+    IndexLoaded,
+    MarkersLoaded,
+    OpenMailbox,
+    TitleKnown,
+)
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
 
@@ -380,6 +386,12 @@ class MailboxApp(App[None]):
                 self._label_tab(summary.id, summary_title(summary))
         self.signal_changes(event.summaries, self.stuck_pairs())
 
+    @on(MarkersLoaded)
+    def _markers_loaded(self, event: MarkersLoaded) -> None:
+        """New health markers (time alone can make a hand-off stuck): the title's stuck
+        count, and a signal for a new stuck hand-off while away."""
+        self.signal_changes(self.query_one(MailboxIndex).summaries, self.stuck_pairs())
+
     def stuck_pairs(self) -> list[tuple[str, str]]:
         """(mailbox id, problem) for each card the health check marked."""
         problems = getattr(self.query_one(MailboxIndex), "problems", None)
@@ -391,6 +403,9 @@ class MailboxApp(App[None]):
         from termal_tui.attention import signal_bytes, window_title
 
         unread = sum(summary.unread_count for summary in summaries)
+        index = self.query_one(MailboxIndex)
+        if index.more and index.totals is not None:  # a paged index: the counted total
+            unread = index.totals[1]
         self.write_terminal(window_title(unread, len(stuck)))
         if self._watch is None or self.config is None:
             return

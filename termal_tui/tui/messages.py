@@ -62,6 +62,10 @@ class IndexLoaded(Message):
     empty_reason: str = ""  # with no summaries: why this view lists none
 
 
+class IndexUnchanged(Message):
+    """A poll of the index found nothing committed since its last read."""
+
+
 @dataclass
 class IndexTotals(Message):
     """Every mailbox the index would list, and their unread rows (read apart from the

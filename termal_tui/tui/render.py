@@ -14,6 +14,7 @@ from textual.content import Content
 from termal_tui.formats import preview
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import (
+    behind_words,
     format_time,
     is_processed,
     row_title,
@@ -57,37 +58,42 @@ def card(
     width: int = 78,
     problem: str | None = None,
     now: datetime | None = None,
+    age: str | None = None,
 ) -> Content:
     """A compact two-line notification card for the mailbox index (``problem``: a short
-    word from the health check, shown as a marker; ``now``: ages are relative to it).
-    The first line never wraps: the names give way first, then the time."""
-    if summary.unread_count:
-        badge = Content.styled(f"{UNREAD_GLYPH} {summary.unread_count:,} unread", "bold $warning")
-    else:
-        badge = Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
-    if problem:  # the health check's worst finding: the glyph turns red, the word leads
-        badge = Content.styled(f"⚠ {summary.unread_count:,} unread", "bold $error")
-    when = ""
-    if summary.latest_message_at:
+    word from the health check, shown as a marker; ``now``: ages are relative to it;
+    ``age``: the age text already worked out, see :class:`~termal_tui.vocabulary.Ages`).
+    The badge says who is behind (``● backend 22 · planner 10 unread``). The first line
+    never wraps: the time gives way first, then who is behind (the total stays), then
+    the names."""
+    when = age or ""
+    if summary.latest_message_at and age is None:
         when = (
             relative_age(summary.latest_message_at, now)
             if now is not None
             else format_time(summary.latest_message_at)
         )
     room = max(10, width - 1)
-    meta_parts = [f"#{summary.latest_sequence:,}", visible_line(when), short_id(summary.id)]
-    meta_text = "  " + " · ".join(part for part in meta_parts if part)
     title = visible_line(summary_title(summary))
-    names_room = room - len(badge.plain) - 2 - len(meta_text)
-    if names_room < min(len(title), 16) and when:  # narrow: the time goes first
-        meta_text = f"  #{summary.latest_sequence:,} · {short_id(summary.id)}"
+    behind = behind_words(summary) if summary.unread_count else ""
+    full_meta = "  " + " · ".join(
+        part
+        for part in (f"#{summary.latest_sequence:,}", visible_line(when), short_id(summary.id))
+        if part
+    )
+    short_meta = f"  #{summary.latest_sequence:,} · {short_id(summary.id)}"
+    wanted = min(len(title), 16)
+    choices = [(behind, full_meta), (behind, short_meta), ("", short_meta)]
+    for named, meta_text in choices:
+        badge = _badge(summary, problem, named)
         names_room = room - len(badge.plain) - 2 - len(meta_text)
+        if names_room >= wanted:
+            break
     meta = Content.styled(meta_text, "$foreground 65%")
     head = Content.assemble(badge, "  ", line(title, "bold", max(6, min(60, names_room))), meta)
     preview_text = (
         summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence}"
     )
-    room = max(10, width - 1)
     if not problem:
         return Content("\n").join([head, line(preview_text, "", room)])
     tag = f"{problem} · "
@@ -95,6 +101,17 @@ def card(
         Content.styled(tag, "bold $error"), line(preview_text, "", max(10, room - len(tag)))
     )
     return Content("\n").join([head, second])
+
+
+def _badge(summary: MailboxSummary, problem: str | None, behind: str) -> Content:
+    """``● 32 unread``, ``● backend 22 · planner 10 unread``, ``✓ all read``; with a
+    health finding the glyph turns to a red ⚠."""
+    if not summary.unread_count:
+        return Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
+    counted = behind or f"{summary.unread_count:,}"
+    if problem:
+        return Content.styled(f"⚠ {counted} unread", "bold $error")
+    return Content.styled(f"{UNREAD_GLYPH} {counted} unread", "bold $warning")
 
 
 def participant_chip(participant: MailboxParticipant, latest: int) -> Content:
@@ -186,6 +203,7 @@ def message_row(
     body_lines: int = EXPANDED_BODY_LINES,
     processed: bool | None = None,
     now: datetime | None = None,
+    age: str | None = None,
 ) -> Content:
     """One thread row: dividers above it, a head line, one line of title and preview
     filling ``width``, and when expanded the wake diagnostics and the body. ``now``:
@@ -203,11 +221,12 @@ def message_row(
     else:
         status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $warning")
     marker = "▾" if expanded else "▸"
-    when = (
-        relative_age(message.created_at, now)
-        if now is not None
-        else format_time(message.created_at)
-    )
+    if age is not None:
+        when = age
+    elif now is not None:
+        when = relative_age(message.created_at, now)
+    else:
+        when = format_time(message.created_at)
     number = f"{marker} #{message.sequence:,}"
     fixed = len(number) + 2 + 3 + 2 + len(status.plain)
     names = 24

@@ -81,6 +81,8 @@ def help_text(keys: Mapping[str, str]) -> str:
         f"  {'● Unread':<{KEY_CELLS}} the target participant has not processed this message yet",
         f"  {'✓ Processed':<{KEY_CELLS}} the target's processedThrough cursor covers it (dimmer)",
         f"  {'▸ / ▾':<{KEY_CELLS}} a collapsed / expanded row",
+        f"  {'● backend 22 · planner 10 unread':<{KEY_CELLS}}",
+        f"  {'':<{KEY_CELLS}} a card: who is behind, most unread first; ages move on by themselves",
         f"  {'──── NAME has processed to here (#N) ────':<{KEY_CELLS}}",
         f"  {'':<{KEY_CELLS}} where a lagging participant's cursor stands",
         f"  {'▲ N new messages':<{KEY_CELLS}} arrived while you read below the top; n shows them",

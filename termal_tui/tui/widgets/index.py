@@ -31,18 +31,20 @@ from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import (
     IndexLoaded,
     IndexTotals,
+    IndexUnchanged,
     MarkersLoaded,
     OpenMailbox,
     ReadFailed,
     WorkerFailures,
 )
 from termal_tui.tui.render import card
-from termal_tui.vocabulary import FINDING_WORDS
+from termal_tui.vocabulary import FINDING_WORDS, Ages
 
 if TYPE_CHECKING:
     from termal_tui.health import Thresholds
 
 HEALTH_EVERY_SECONDS = 30.0
+AGE_EVERY = 10.0  # seconds between checks of the ages on the cards
 PAGE_CARDS = 100  # a page of cards: several screenfuls at 120x40
 MORE_WITHIN = 10  # the next page is read when the highlight is this close to the end
 PROBLEM_WORDS = FINDING_WORDS  # one vocabulary: cards, health view, help
@@ -117,6 +119,10 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.filter_text = ""
         self._focused_once = False
         self._load_on_show = False
+        self.ages = Ages()  # the age each card was drawn with
+        self._version = -1  # PRAGMA data_version at the last read of the pages
+        self._version_of: MailboxReader | None = None
+        self._age_timer: Timer | None = None
 
     def _matches(self, summary: MailboxSummary) -> bool:
         needle = self.filter_text.casefold()
@@ -150,6 +156,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.snapshot = snapshot
         if interval > 0:
             self._timer = self.set_interval(interval, self.poll, pause=not self.visible_tab)
+        self._age_timer = self.set_interval(AGE_EVERY, self.tick_ages, pause=not self.visible_tab)
         if load_now:
             if self.visible_tab:
                 self.load()
@@ -173,6 +180,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self.focus_cards()
         if self._timer is not None:
             self._timer.resume()
+        if self._age_timer is not None:
+            self._age_timer.resume()
+            self.tick_ages()
         if self._load_on_show:
             self._load_on_show = False
             self.load()
@@ -180,8 +190,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self.poll()
 
     def on_hide(self) -> None:
-        if self._timer is not None:
-            self._timer.pause()
+        for timer in (self._timer, self._age_timer):
+            if timer is not None:
+                timer.pause()
         self.visible_tab = False
 
     def _displayed(self) -> bool:
@@ -199,7 +210,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
     def poll(self) -> None:
         if self.visible_tab and not self.refreshing:
-            self.load()
+            self.load(force=False)
 
     def action_refresh(self) -> None:
         self.load()
@@ -234,22 +245,38 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.focus_cards()
 
     @work(group="index", exclusive=False, exit_on_error=False)
-    async def load(self) -> None:
-        """The summaries (cards drawn at once), then the health markers when due."""
+    async def load(self, force: bool = True) -> None:
+        """The summaries (cards drawn at once), then the health markers when due.
+
+        A poll (``force`` false) first asks SQLite whether anything was committed since
+        the last read (``PRAGMA data_version``): when nothing was, no page is read
+        again; the status time and the ages move on, and the markers when due."""
         if self.refreshing or self.reader is None:
             return
         self.refreshing = True
         limit = max(PAGE_CARDS, len(self.summaries))  # the pages loaded so far, again
+        reader = self.reader
         try:
-            summaries = await self.reader.list_mailboxes(session_id=self.session_id, limit=limit)
+            version = await reader.data_version()
+            unchanged = not force and version == self._version and reader is self._version_of
+            if not unchanged:
+                summaries = await reader.list_mailboxes(session_id=self.session_id, limit=limit)
         finally:
             self.refreshing = False
+        due = time.monotonic() - self._health_at >= HEALTH_EVERY_SECONDS
+        if unchanged:
+            self.post_message(IndexUnchanged())
+            if due:
+                self._health_at = time.monotonic()
+                self.load_markers()
+            return
+        self._version, self._version_of = version, reader
         more = len(summaries) >= limit
         reason = ""
         if not summaries and self.session_id is not None:
-            reason = self._empty_reason(*await self.reader.session_presence(self.session_id))
+            reason = self._empty_reason(*await reader.session_presence(self.session_id))
         self.post_message(IndexLoaded(summaries, more, empty_reason=reason))
-        if time.monotonic() - self._health_at >= HEALTH_EVERY_SECONDS:
+        if due:
             self._health_at = time.monotonic()
             # After the cards are drawn: these passes must not delay the first screen.
             self.call_after_refresh(self._follow_up, more)
@@ -341,6 +368,15 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             )
         return f"{who} takes part in no mailbox in this database."
 
+    @on(IndexUnchanged)
+    def _unchanged(self, event: IndexUnchanged) -> None:
+        """A poll found nothing committed: the time moves on, and the ages."""
+        event.stop()
+        self.loading = False
+        if self.summaries:
+            self.set_status(self._status(self.summaries))
+        self.tick_ages()
+
     @on(IndexTotals)
     def _totals(self, event: IndexTotals) -> None:
         event.stop()
@@ -357,11 +393,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         shown = [s for s in fresh if self._matches(s)]
         if shown:
             width = self._width or max(20, (self.size.width or 80) - 5)
+            now = self.clock()
             self.query_one("#cards", OptionList).add_options(
-                [
-                    Option(card(s, width, self.problems.get(s.id), self.clock()), id=s.id)
-                    for s in shown
-                ]
+                [Option(self._card(s, width, now), id=s.id) for s in shown]
             )
         self.set_status(self._status(self.summaries))
 
@@ -379,7 +413,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
     @on(MarkersLoaded)
     def _markers_loaded(self, event: MarkersLoaded) -> None:
-        event.stop()
+        # Not stopped: the app retitles the terminal with the stuck count.
         if event.problems != self.problems:
             self.problems = event.problems
             if self.summaries:
@@ -440,14 +474,11 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         width = max(20, (self.size.width or 80) - 5)  # padding and a scrollbar
         self._width = width
         shown = [s for s in summaries if self._matches(s)]
+        now = self.clock()
+        self.ages.forget()
         with self.app.batch_update():
             cards.clear_options()
-            cards.add_options(
-                [
-                    Option(card(s, width, self.problems.get(s.id), self.clock()), id=s.id)
-                    for s in shown
-                ]
-            )
+            cards.add_options([Option(self._card(s, width, now), id=s.id) for s in shown])
             if highlighted is not None and any(s.id == highlighted for s in shown):
                 cards.highlighted = cards.get_option_index(highlighted)
             elif shown:
@@ -466,6 +497,24 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             elif summaries and on_screen and self.app.focused is self:
                 cards.focus()
             self.query_one("#index-status", Static).update(status)
+
+    def _card(self, summary: MailboxSummary, width: int, now: datetime) -> Content:
+        stamp = summary.latest_message_at
+        age = self.ages.shown(summary.id, stamp, now) if stamp else None
+        return card(summary, width, self.problems.get(summary.id), now, age=age)
+
+    def tick_ages(self) -> None:
+        """Redraw the cards whose age reads differently now (nothing is read)."""
+        if not self.summaries or not self._width:
+            return
+        now = self.clock()
+        by_id = {s.id: s for s in self.summaries if s.latest_message_at}
+        stale = self.ages.changed({key: s.latest_message_at or "" for key, s in by_id.items()}, now)
+        if stale:
+            cards = self.query_one("#cards", OptionList)
+            with self.app.batch_update():
+                for key in stale:
+                    cards.replace_option_prompt(key, self._card(by_id[key], self._width, now))
 
     def on_resize(self) -> None:
         if self.summaries and (self.size.width or 80) - 5 != self._width:

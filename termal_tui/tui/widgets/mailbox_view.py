@@ -43,12 +43,14 @@ from termal_tui.tui.messages import (
 )
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
+from termal_tui.vocabulary import Ages
 
 PAGE_SIZE: Final = 50
 REWIDTH_FIRST: Final = 120  # rows re-rendered at once on a resize (the screenful)
 REWIDTH_STEP: Final = 400  # then this many between frames
 MAX_REFRESH_ROWS: Final = 1_000
 JUMP_CONTEXT: Final = 25
+AGE_EVERY: Final = 10.0  # seconds between checks of the ages on the rows (``3 min ago``)
 
 
 # ------------------------------------------------------------- typed results
@@ -239,6 +241,8 @@ class MailboxView(WorkerFailures, Vertical):
         self._older_busy = False  # an older page is being read or not yet applied
         self._bar: Content | None = None
         self._notice: Content | None = None
+        self.ages = Ages()  # the age each row was drawn with
+        self._age_timer: Timer | None = None
 
     # ------------------------------------------------------------ properties
 
@@ -274,6 +278,8 @@ class MailboxView(WorkerFailures, Vertical):
         # The header says "◌ Loading" (a LoadingIndicator would animate for nothing).
         if self.interval > 0:  # paused until the view is shown
             self._timer = self.set_interval(self.interval, self.poll, pause=True)
+        # Ages move on while rows sit unchanged (also when paused: nothing is read).
+        self._age_timer = self.set_interval(AGE_EVERY, self.tick_ages, pause=True)
         self.load_first_page()
         if self._focus_on_mount:
             self.thread.focus()
@@ -284,6 +290,7 @@ class MailboxView(WorkerFailures, Vertical):
         self._token = None
         self.refreshing = self.reading = False  # reads of the old file fail on their own
         self.model = ThreadModel()  # nothing of the old file stays on screen
+        self.ages.forget()
         self._bar = self._notice = None
         try:
             self.thread.set_options([])
@@ -460,6 +467,10 @@ class MailboxView(WorkerFailures, Vertical):
 
     def on_show(self) -> None:
         """Shown: the timer runs; coming back to a hidden tab refreshes it at once."""
+        if self._age_timer is not None:
+            self._age_timer.resume()
+            if self._hidden:
+                self.tick_ages()
         if self._timer is not None:
             self._timer.resume()
             if self._hidden:
@@ -469,8 +480,26 @@ class MailboxView(WorkerFailures, Vertical):
     def on_hide(self) -> None:
         """Hidden (another tab chosen): no ticks until it is shown again."""
         self._hidden = True
-        if self._timer is not None:
-            self._timer.pause()
+        for timer in (self._timer, self._age_timer):
+            if timer is not None:
+                timer.pause()
+
+    def tick_ages(self) -> None:
+        """Draw again the rows whose age reads differently now (``2 min ago`` → ``3 min
+        ago``); nothing is read from the file and other rows are left alone."""
+        if not self._width or not self.model.by_id:
+            return
+        by_id = self.model.by_id
+        if len(self.ages) > 2 * len(by_id) + PAGE_SIZE:
+            self.ages.forget(set(by_id))  # rows dropped from the model
+        stale = self.ages.changed(
+            {key: message.created_at for key, message in by_id.items()}, self.clock()
+        )
+        if stale:
+            dividers = self.model.dividers()
+            self.thread.replace_rows(
+                {key: self._prompt(by_id[key], dividers.get(key, [])) for key in stale}
+            )
 
     def poll(self) -> None:
         """Timer tick (only while shown), never overlapping the previous read.
@@ -876,7 +905,7 @@ class MailboxView(WorkerFailures, Vertical):
             width=self._width or self._row_width() or 80,
             body_lines=max(5, self.size.height - 22),
             processed=self.model.is_processed(item),
-            now=self.clock(),
+            age=self.ages.shown(item.id, item.created_at, self.clock()),
         )
 
     def _apply(self, change: Change) -> None:

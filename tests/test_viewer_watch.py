@@ -1,0 +1,251 @@
+"""The monitor left open: cards say who is behind, ages move on while nothing else does,
+an idle poll reads no page, and the index filter looks at every mailbox, not only the
+loaded pages. Timed behaviour is waited out (``wait_for``), never forced with r."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList, Static
+
+from termal_tui.models import MailboxParticipant, MailboxSummary
+from termal_tui.presentation import behind_words
+from termal_tui.store import open_writer
+from termal_tui.store.reader import open_reader
+from termal_tui.tui.app import MailboxApp, make_app
+from termal_tui.tui.render import card
+from termal_tui.tui.widgets import index as index_module
+from termal_tui.tui.widgets import mailbox_view as view_module
+from termal_tui.tui.widgets.index import MailboxIndex
+from termal_tui.tui.widgets.mailbox_view import MailboxView
+from termal_tui.vocabulary import Ages
+from tests.viewer_support import (
+    FIXED_NOW,
+    demo_copy,
+    mailbox_between,
+    screen_text,
+    settle,
+    wait_for,
+    without_animation,
+)
+
+
+@pytest.fixture
+def demo(tmp_path) -> Path:
+    return demo_copy(tmp_path / "demo")
+
+
+class Clock:
+    """A clock the test moves on (the app's ages are relative to it)."""
+
+    def __init__(self, now: datetime = FIXED_NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def clocked_app(path: Path, clock: Clock, interval: float = 0.0) -> MailboxApp:
+    return without_animation(make_app(path, clock=clock, poll_interval=interval))
+
+
+def index_of(app: MailboxApp) -> MailboxIndex:
+    return app.screen_stack[0].query_one(MailboxIndex)
+
+
+def card_text(app: MailboxApp, mailbox_id: str) -> str:
+    cards = index_of(app).query_one("#cards", OptionList)
+    return str(cards.get_option(mailbox_id).prompt)
+
+
+def participant(name: str, unread: int, cursor: int = 0) -> MailboxParticipant:
+    return MailboxParticipant(
+        session_id=f"session-{name}",
+        display_name=name,
+        processed_through=cursor,
+        unread_count=unread,
+    )
+
+
+def summary_of(*participants: MailboxParticipant) -> MailboxSummary:
+    return MailboxSummary(
+        id="mailbox-3fcb1a2e-0000-4000-8000-000000000000",
+        participants=list(participants),
+        latest_sequence=140,
+        unread_count=sum(p.unread_count for p in participants),
+        latest_message_preview="Done with step 139.",
+        latest_message_at="2026-11-30T11:57:00+00:00",
+    )
+
+
+# ------------------------------------------------------------ who is behind
+
+
+def test_who_is_behind_names_the_most_behind_first_and_counts_the_rest():
+    pair = summary_of(participant("planner", 10), participant("backend", 22))
+    assert behind_words(pair) == "backend 22 · planner 10"
+    one = summary_of(participant("planner", 0), participant("backend", 3))
+    assert behind_words(one) == "backend 3"
+    crowd = summary_of(*(participant(f"agent{n}", n) for n in range(1, 5)))
+    assert behind_words(crowd) == "agent4 4 · agent3 3 · +2 more"
+    caught_up = summary_of(participant("planner", 0), participant("backend", 0))
+    assert behind_words(caught_up) == ""
+    hostile = summary_of(participant("evil\x1b[31m", 2))
+    assert "\x1b" not in behind_words(hostile)
+
+
+def test_a_card_says_who_is_behind_and_gives_way_when_narrow():
+    pair = summary_of(participant("planner", 10), participant("backend", 22))
+    wide = card(pair, 118, now=FIXED_NOW).plain.splitlines()[0]
+    assert wide.startswith("● backend 22 · planner 10 unread  planner ⇄ backend")
+    assert "3 min ago" in wide
+    narrow = card(pair, 60, now=FIXED_NOW).plain.splitlines()[0]
+    assert len(narrow) <= 59
+    assert "32 unread" in narrow or "backend 22 · planner 10 unread" in narrow
+    assert "planner ⇄ backend" in narrow  # the names stay readable
+    stuck = card(pair, 118, "never woken", now=FIXED_NOW).plain
+    assert stuck.startswith("⚠ backend 22 · planner 10 unread")
+
+
+async def test_the_human_index_counts_unread_per_participant(demo):
+    async with open_reader(demo) as reader:
+        summaries = await reader.list_mailboxes()
+        session_view = await reader.list_mailboxes(session_id="session-1")
+    for summary in summaries:
+        assert sum(p.unread_count for p in summary.participants) == summary.unread_count
+    thread = next(s for s in summaries if s.latest_sequence == 140)
+    counts = {p.display_name: p.unread_count for p in thread.participants}
+    assert counts == {"planner": 10, "backend": 22}
+    # A session's view counts only the session's own unread rows: nobody is named.
+    assert all(p.unread_count == 0 for s in session_view for p in s.participants)
+    # Never part of the wire shape (TermAl's participant JSON has no such key).
+    assert "unreadCount" not in thread.participants[0].to_wire()
+
+
+async def test_the_index_cards_say_who_is_behind(demo):
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        thread = mailbox_between(app, "planner", "backend")
+        assert "backend 22 · planner 10 unread" in card_text(app, thread)
+        assert "backend 22 · planner 10 unread" in screen_text(app)
+
+
+# ------------------------------------------------------------------- ages
+
+
+def test_ages_name_only_the_rows_whose_words_changed():
+    ages = Ages()
+    now = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+    stamps = {
+        "fresh": "2026-11-30T11:58:30+00:00",
+        "old": "2026-11-30T06:00:00+00:00",
+        "broken": "not a time\x1b[2J",
+    }
+    for key, stamp in stamps.items():
+        ages.shown(key, stamp, now)
+    assert ages.words("fresh", stamps["fresh"], now) == "1 min ago"
+    assert ages.words("broken", stamps["broken"], now) == "not a time␛[2J"
+    assert ages.changed(stamps, now) == []
+    assert ages.changed(stamps, now + timedelta(seconds=20)) == []  # still "1 min ago"
+    assert ages.changed(stamps, now + timedelta(minutes=2)) == ["fresh"]
+    assert sorted(ages.changed(stamps, now + timedelta(hours=2))) == ["fresh", "old"]
+    # Never drawn: never reported.
+    assert ages.changed({"unseen": stamps["old"]}, now + timedelta(hours=5)) == []
+    # A key whose stamp moved on (a card's newest message) is parsed again.
+    assert ages.words("old", "2026-11-30T11:59:59+00:00", now) == "just now"
+    ages.forget({"fresh"})
+    assert len(ages) == 1
+
+
+async def test_card_and_row_ages_move_on_while_nothing_changes(demo, monkeypatch):
+    monkeypatch.setattr(index_module, "AGE_EVERY", 0.1)
+    monkeypatch.setattr(view_module, "AGE_EVERY", 0.1)
+    clock = Clock()
+    app = clocked_app(demo, clock)  # polling off: nothing is read again
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        thread = mailbox_between(app, "planner", "backend")
+        assert "#140 · 1 h ago" in card_text(app, thread)
+        clock.now += timedelta(hours=3)
+        await wait_for(lambda: "#140 · 4 h ago" in card_text(app, thread))
+        app.open_mailbox(thread)
+        await settle(app, pilot)
+        view = app.query_one(MailboxView)
+        top = view.thread.get_option_at_index(0)
+        assert "1 h ago" not in str(top.prompt) and "4 h ago" in str(top.prompt)
+        reads = 0
+        original = view.reader.read_page
+
+        async def counting(*args: object, **kwargs: object):
+            nonlocal reads
+            reads += 1
+            return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+        view.reader.read_page = counting  # type: ignore[method-assign]
+        clock.now += timedelta(days=2)
+        await wait_for(lambda: "2 d ago" in str(view.thread.get_option_at_index(0).prompt))
+        assert "2 d ago" in screen_text(app)
+        assert reads == 0  # the ages moved on without a read
+
+
+# ------------------------------------------------------------- idle polls
+
+
+async def test_an_idle_index_poll_reads_no_page_and_a_commit_is_seen(demo):
+    app = clocked_app(demo, Clock(), interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        pages = 0
+        original = index.reader.list_mailboxes  # type: ignore[union-attr]
+
+        async def counting(*args: object, **kwargs: object):
+            nonlocal pages
+            pages += 1
+            return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+        index.reader.list_mailboxes = counting  # type: ignore[method-assign,union-attr]
+        versions = 0
+        original_version = index.reader.data_version  # type: ignore[union-attr]
+
+        async def counting_version() -> int:
+            nonlocal versions
+            versions += 1
+            return await original_version()
+
+        index.reader.data_version = counting_version  # type: ignore[method-assign,union-attr]
+        await wait_for(lambda: versions >= 4)  # four polls, waited out
+        assert pages == 0
+        async with open_writer(demo) as writer:
+            await writer.append(
+                sender_session_id="session-2",
+                sender_name="backend",
+                target_session_id="session-1",
+                target_name="planner",
+                body="Step 141 is in.",
+                idempotency_key="watch-141",
+            )
+        thread = mailbox_between(app, "planner", "backend")
+        await wait_for(lambda: "backend 22 · planner 11 unread" in card_text(app, thread))
+        assert pages >= 1
+        assert "43 unread" in str(index.query_one("#index-status", Static).render())
+
+
+async def test_data_version_moves_only_when_another_connection_commits(demo):
+    async with open_reader(demo) as reader:
+        first = await reader.data_version()
+        await reader.list_mailboxes()
+        assert await reader.data_version() == first  # reading is not a change
+        async with open_writer(demo) as writer:
+            await writer.append(
+                sender_session_id="session-2",
+                sender_name="backend",
+                target_session_id="session-1",
+                target_name="planner",
+                body="A change.",
+                idempotency_key="watch-version",
+            )
+        assert await reader.data_version() != first
