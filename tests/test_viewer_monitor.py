@@ -15,7 +15,14 @@ from termal_tui.store.reader import FILE_GONE, FILE_SWAPPED, open_reader
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
-from tests.viewer_support import app_for, demo_copy, mailbox_between, settle, wait_for
+from tests.viewer_support import (
+    app_for,
+    demo_copy,
+    mailbox_between,
+    many_mailboxes,
+    settle,
+    wait_for,
+)
 
 INTERVAL = 0.2
 SIDECARS = ("", "-wal", "-shm")
@@ -106,47 +113,6 @@ async def test_an_open_tab_goes_stale_when_the_file_goes_and_reads_the_new_one(d
 
 
 # ------------------------------------------------------------- 7. big indexes
-
-
-async def many_mailboxes(path: Path, count: int) -> Path:
-    """``count`` two-message mailboxes, bulk-inserted into a schema the writer made."""
-    import sqlite3
-
-    async with open_writer(path):
-        pass
-    db = sqlite3.connect(path)
-    for n in range(count):
-        mid = f"mailbox-{n:08d}-0000-4000-8000-000000000000"
-        a, b = f"session-{n}", f"session-{n + 1}"
-        db.execute(
-            "INSERT INTO mailboxes VALUES (?, ?, '2026-01-01T00:00:00+00:00', 3)",
-            (mid, f'["{a}","{b}"]'),
-        )
-        db.executemany(
-            "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, "
-            "'2026-01-01T00:00:00+00:00', NULL)",
-            [(mid, a, f"agent-{n}", 1), (mid, b, f"agent-{n + 1}", 0)],
-        )
-        for seq in (1, 2):
-            db.execute(
-                "INSERT INTO mailbox_messages VALUES "
-                "(?,?,?,?,?,?,?,?,'routine',NULL,NULL,?,?,1,'durableButNotWoken',NULL)",
-                (
-                    f"mailbox-message-{n:08d}-{seq}",
-                    mid,
-                    seq,
-                    a if seq == 1 else b,
-                    a,
-                    b if seq == 1 else a,
-                    b,
-                    f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.{seq}+00:00",
-                    f"Message {seq} in mailbox {n}.",
-                    f"k-{n}-{seq}",
-                ),
-            )
-    db.commit()
-    db.close()
-    return path
 
 
 async def test_a_big_index_draws_a_page_of_cards_and_the_next_as_it_scrolls(tmp_path):

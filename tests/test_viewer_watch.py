@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from termal_tui.models import MailboxParticipant, MailboxSummary
 from termal_tui.presentation import behind_words
@@ -18,13 +18,14 @@ from termal_tui.tui.app import MailboxApp, make_app
 from termal_tui.tui.render import card
 from termal_tui.tui.widgets import index as index_module
 from termal_tui.tui.widgets import mailbox_view as view_module
-from termal_tui.tui.widgets.index import MailboxIndex
+from termal_tui.tui.widgets.index import PAGE_CARDS, MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import MailboxView
 from termal_tui.vocabulary import Ages
 from tests.viewer_support import (
     FIXED_NOW,
     demo_copy,
     mailbox_between,
+    many_mailboxes,
     screen_text,
     settle,
     wait_for,
@@ -249,3 +250,149 @@ async def test_data_version_moves_only_when_another_connection_commits(demo):
                 idempotency_key="watch-version",
             )
         assert await reader.data_version() != first
+
+
+# ------------------------------------------------- the filter over every mailbox
+
+
+async def test_the_store_filter_matches_names_session_ids_and_mailbox_ids(tmp_path):
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", 30)
+    async with open_reader(path) as reader:
+        by_name = await reader.list_mailboxes(matching="AGENT-7")
+        assert {s.id for s in by_name} == {
+            f"mailbox-{n:08d}-0000-4000-8000-000000000000" for n in (6, 7)
+        }  # agent-7 sits in mailboxes 6 (as b) and 7 (as a)
+        assert await reader.count_matching("AGENT-7") == 2
+        assert [s.id for s in await reader.list_mailboxes(matching="session-29")] == [
+            f"mailbox-{n:08d}-0000-4000-8000-000000000000" for n in (29, 28)
+        ]
+        assert len(await reader.list_mailboxes(matching="mailbox-00000003")) == 1
+        assert await reader.list_mailboxes(matching="nobody") == []
+        assert await reader.count_matching("nobody") == 0
+        # Paged like the index: the same order, page after page.
+        first = await reader.list_mailboxes(matching="agent-1", limit=5)
+        last = first[-1]
+        rest = await reader.list_mailboxes(
+            matching="agent-1", limit=50, after=(last.latest_message_at or "", last.id)
+        )
+        everything = await reader.list_mailboxes(matching="agent-1")
+        assert [s.id for s in first + rest] == [s.id for s in everything]
+        assert await reader.count_matching("agent-1") == len(everything)
+        # A session's view filters only what that session may see.
+        mine = await reader.list_mailboxes(session_id="session-3", matching="agent")
+        assert {s.id for s in mine} == {
+            f"mailbox-{n:08d}-0000-4000-8000-000000000000" for n in (2, 3)
+        }
+        assert await reader.count_matching("agent", session_id="session-3") == 2
+
+
+async def test_the_index_filter_finds_a_mailbox_beyond_the_loaded_pages(tmp_path):
+    count = 2 * PAGE_CARDS + 30
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", count)
+    app = clocked_app(path, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        cards = index.query_one("#cards", OptionList)
+        assert cards.option_count == PAGE_CARDS  # mailbox 0 is far below the first page
+        await pilot.press("slash")
+        for key in "agent-0":
+            await pilot.press(key if key != "-" else "minus")
+        oldest = "mailbox-00000000-0000-4000-8000-000000000000"
+        await wait_for(
+            lambda: cards.option_count >= 1 and cards.get_option_at_index(-1).id == oldest
+        )
+        # agent-0 is in mailbox 0 only (agent-00… would be another name).
+        await wait_for(
+            lambda: (
+                "1 of 230 mailboxes match “agent-0”"
+                in str(index.query_one("#index-status", Static).render())
+            )
+        )
+        assert "agent-0 ⇄ agent-1" in card_text(app, oldest)
+        await pilot.press("enter")  # leaves the box: the cards take the keys
+        await pilot.press("enter")  # opens the mailbox found
+        await settle(app, pilot)
+        assert app.active_view() is not None and app.active_view().mailbox_id == oldest
+        await pilot.press("0")
+        await settle(app, pilot)
+        await pilot.press("slash", "escape")  # escape empties the filter and leaves it
+        await wait_for(lambda: cards.option_count == PAGE_CARDS)
+        assert "230 mailboxes" in str(index.query_one("#index-status", Static).render())
+
+
+async def test_the_index_filter_pages_its_matches_and_says_when_none_match(tmp_path):
+    count = 2 * PAGE_CARDS + 30
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", count)
+    app = clocked_app(path, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        cards = index.query_one("#cards", OptionList)
+        box = index.query_one("#index-filter", Input)
+        await pilot.press("slash")
+        box.value = "agent"  # every mailbox matches: the matches come a page at a time
+        await wait_for(lambda: index.match_count == count)
+        assert cards.option_count == PAGE_CARDS
+        await wait_for(
+            lambda: (
+                f"{count} of {count} mailboxes match"
+                in str(index.query_one("#index-status", Static).render())
+            )
+        )
+        cards.focus()
+        await pilot.press("end")
+        await wait_for(lambda: cards.option_count == 2 * PAGE_CARDS)
+        await pilot.press("end")
+        await wait_for(lambda: cards.option_count == count)
+        box.value = "nobody-at-all"
+        await wait_for(lambda: index.match_count == 0)
+        assert cards.option_count == 0
+        status = str(index.query_one("#index-status", Static).render())
+        assert "no mailbox matches “nobody-at-all” (of 230) · escape clears" in status
+
+
+# ------------------------------------------------------ narrow: nothing is cut
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (120, 40)])
+async def test_health_rows_fit_the_width_with_both_lines(demo, size):
+    from termal_tui.tui.screens.health import HealthScreen
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h")
+        await settle(app, pilot)
+        assert isinstance(app.screen, HealthScreen)
+        findings = app.screen.query_one("#findings", OptionList)
+        usable = findings.size.width - findings.styles.scrollbar_size_vertical - 2
+        for index in range(findings.option_count):
+            lines = findings.get_option_at_index(index).prompt.plain.splitlines()
+            assert len(lines) == 2 and all(len(line) <= usable for line in lines), lines
+        text = screen_text(app)
+        # Each finding's sentence is on screen under its label (no row lost a line).
+        assert "1 unread for release-bot, who has left" in text
+        status = app.screen.query_one("#health-status", Static)
+        assert status.size.height == 1  # the status line says it in one line
+
+
+@pytest.mark.parametrize("width", [60, 80])
+async def test_a_stale_reason_is_shown_whole_on_a_narrow_terminal(demo, width):
+    from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+
+    app = clocked_app(demo, Clock(), interval=0.2)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_between(app, "planner", "backend"))
+        await settle(app, pilot)
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{demo}{suffix}")
+            if source.exists():
+                source.rename(Path(f"{demo}.old{suffix}"))
+        header = app.query_one(ThreadHeader)
+        await wait_for(lambda: header.state == "stale")
+        await pilot.pause()
+        text = " ".join(line.strip() for line in screen_text(app).splitlines())
+        assert "waiting for it to come back" in text, screen_text(app)  # not cut
+        assert "● Stale" in text

@@ -16,6 +16,7 @@ import html
 import os
 import re
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from pathlib import Path
 from rich.cells import cell_len
 
 from termal_tui.demo import build_demo
+from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp, make_app
 
 FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -125,3 +127,42 @@ def screen_lines(app: MailboxApp) -> list[str]:
 
 def screen_text(app: MailboxApp) -> str:
     return "\n".join(screen_lines(app))
+
+
+async def many_mailboxes(path: Path, count: int) -> Path:
+    """``count`` two-message mailboxes, bulk-inserted into a schema the writer made."""
+    async with open_writer(path):
+        pass
+    db = sqlite3.connect(path)
+    for n in range(count):
+        mid = f"mailbox-{n:08d}-0000-4000-8000-000000000000"
+        a, b = f"session-{n}", f"session-{n + 1}"
+        db.execute(
+            "INSERT INTO mailboxes VALUES (?, ?, '2026-01-01T00:00:00+00:00', 3)",
+            (mid, f'["{a}","{b}"]'),
+        )
+        db.executemany(
+            "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, "
+            "'2026-01-01T00:00:00+00:00', NULL)",
+            [(mid, a, f"agent-{n}", 1), (mid, b, f"agent-{n + 1}", 0)],
+        )
+        for seq in (1, 2):
+            db.execute(
+                "INSERT INTO mailbox_messages VALUES "
+                "(?,?,?,?,?,?,?,?,'routine',NULL,NULL,?,?,1,'durableButNotWoken',NULL)",
+                (
+                    f"mailbox-message-{n:08d}-{seq}",
+                    mid,
+                    seq,
+                    a if seq == 1 else b,
+                    a,
+                    b if seq == 1 else a,
+                    b,
+                    f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.{seq}+00:00",
+                    f"Message {seq} in mailbox {n}.",
+                    f"k-{n}-{seq}",
+                ),
+            )
+    db.commit()
+    db.close()
+    return path

@@ -486,24 +486,51 @@ _KEYSET: Final = (
 _FILTER: Final = "WHERE (:mid IS NULL OR m.id = :mid)"
 
 
+# The index filter: the mailbox id or a participant's name or session id holds the
+# needle, compared casefolded (Python's casefold, as the viewer compares loaded cards).
+_MATCHING: Final = (
+    " AND (instr(termal_fold(m.id), :needle) > 0 OR EXISTS (SELECT 1 FROM"
+    " mailbox_participants fp WHERE fp.mailbox_id = m.id AND"
+    " (instr(termal_fold(fp.display_name), :needle) > 0"
+    " OR instr(termal_fold(fp.session_id), :needle) > 0)))"
+)
+
+
+def _fold(value: object) -> str:
+    return (value if type(value) is str else as_text(value)).casefold()
+
+
+def _with_matching(db: sqlite3.Connection, params: dict[str, Any], needle: str) -> None:
+    db.create_function("termal_fold", 1, _fold, deterministic=True)
+    params["needle"] = needle.casefold()
+
+
 def summaries(
     db: sqlite3.Connection,
     viewer: str | None,
     mailbox_id: str | None = None,
     limit: int | None = None,
     after: tuple[str, str] | None = None,
+    matching: str | None = None,
 ) -> list[MailboxSummary]:
     """Mailboxes with at least one visible message, newest activity first; with
     ``limit``, one keyset page of them after ``after`` (the last card's latest activity
-    time and id), so an index of 100,000 mailboxes builds only what it shows."""
+    time and id), so an index of 100,000 mailboxes builds only what it shows; with
+    ``matching``, only those whose id or a participant's name or session id holds it."""
     sql = _HUMAN_SUMMARIES if viewer is None else _SESSION_SUMMARIES
     params: dict[str, Any] = {"ctl": CONTROL_TOPIC, "mid": mailbox_id}
     if viewer is not None:
         params["viewer"] = viewer
+    extra = ""
     if after is not None:
-        head, tail = sql.split(_FILTER)
-        sql = head + _FILTER + _KEYSET + tail
+        extra += _KEYSET
         params |= {"after_at": after[0], "after_id": after[1]}
+    if matching:
+        extra += _MATCHING
+        _with_matching(db, params, matching)
+    if extra:
+        head, tail = sql.split(_FILTER)
+        sql = head + _FILTER + extra + tail
     if limit is not None:
         sql += " LIMIT :limit"
         params["limit"] = limit
@@ -528,6 +555,25 @@ FROM mailboxes m
 WHERE EXISTS (SELECT 1 FROM mailbox_messages v WHERE v.mailbox_id = m.id
   AND {NOT_CONTROL.format(t="v.")} AND typeof(v.sequence) = 'integer')
 """
+
+
+def count_matching(db: sqlite3.Connection, viewer: str | None, needle: str) -> int:
+    """How many mailboxes :func:`summaries` lists with ``matching=needle``."""
+    params: dict[str, Any] = {"ctl": CONTROL_TOPIC}
+    mine = ""
+    if viewer is not None:
+        params["viewer"] = viewer
+        mine = (
+            "JOIN mailbox_participants mine ON mine.mailbox_id = m.id"
+            " AND mine.session_id = :viewer AND mine.left_at IS NULL "
+        )
+    _with_matching(db, params, needle)
+    sql = (
+        f"SELECT COUNT(*) FROM mailboxes m {mine}WHERE EXISTS (SELECT 1 FROM "
+        f"mailbox_messages v WHERE v.mailbox_id = m.id AND {NOT_CONTROL.format(t='v.')} "
+        f"AND typeof(v.sequence) = 'integer'){_MATCHING}"
+    )
+    return int(db.execute(sql, params).fetchone()[0] or 0)
 
 
 def totals(db: sqlite3.Connection, viewer: str | None) -> tuple[int, int]:

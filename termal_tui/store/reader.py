@@ -128,12 +128,20 @@ class MailboxReader:
         session_id: str | None = None,
         limit: int | None = None,
         after: tuple[str, str] | None = None,
+        matching: str | None = None,
     ) -> list[MailboxSummary]:
         """Newest activity first; ``limit``/``after`` page it (keyset: the last
-        summary's ``(latest_message_at, id)``)."""
+        summary's ``(latest_message_at, id)``); ``matching`` keeps the mailboxes whose
+        id or a participant's name or session id holds it (casefolded)."""
         return await self._snapshot(
-            lambda db: queries.summaries(db, session_id, limit=limit, after=after)
+            lambda db: queries.summaries(
+                db, session_id, limit=limit, after=after, matching=matching
+            )
         )
+
+    async def count_matching(self, needle: str, *, session_id: str | None = None) -> int:
+        """How many mailboxes ``list_mailboxes(matching=needle)`` lists in all."""
+        return await self._snapshot(lambda db: queries.count_matching(db, session_id, needle))
 
     async def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version`` on this reader's connection: it moves whenever

@@ -62,6 +62,17 @@ class IndexLoaded(Message):
     empty_reason: str = ""  # with no summaries: why this view lists none
 
 
+@dataclass
+class MatchesLoaded(Message):
+    """The store's cards matching the index filter (a paged index)."""
+
+    needle: str
+    summaries: list[MailboxSummary]
+    more: bool
+    count: int | None
+    append: bool = False
+
+
 class IndexUnchanged(Message):
     """A poll of the index found nothing committed since its last read."""
 

@@ -99,12 +99,13 @@ class KeyLoaded(Message):
 class BoardHeader(Widget):
     """``● Live 12:00:00 · 3 projects · coordination.sqlite``: the tabs' states."""
 
-    DEFAULT_CSS = "BoardHeader { height: 1; padding: 0 1; background: $panel; }"
+    # One line while live; a Stale reason gets lines of its own below (never cut).
+    DEFAULT_CSS = "BoardHeader { height: auto; max-height: 4; padding: 0 1; background: $panel; }"
 
     state: reactive[str] = reactive("loading")
     refreshed: reactive[str] = reactive("")
     detail: reactive[str] = reactive("")
-    error: reactive[str] = reactive("")
+    error: reactive[str] = reactive("", layout=True)  # a reason takes lines of its own
 
     def render(self) -> Content:
         label, style = ThreadHeader.STATES[self.state]
@@ -113,9 +114,10 @@ class BoardHeader(Widget):
             parts.append(Content.styled(f" {self.refreshed}", MUTED))
         if self.detail:
             parts.append(Content.styled(f" · {self.detail}", MUTED))
-        if self.error:
-            parts.append(Content.styled(f" · {visible_line(self.error, 300)}", "$error"))
-        return Content.assemble(*parts)
+        head = Content.assemble(*parts)
+        if not self.error:
+            return head
+        return Content("\n").join([head, Content.styled(visible_line(self.error, 300), "$error")])
 
 
 def header_state(snapshot: bool, interval: float) -> str:

@@ -38,19 +38,40 @@ KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in he
 }
 
 
-def finding_row(finding: Finding) -> Content:
+LABEL_CELLS = 24  # the widest label and a space: the names line up at 80 columns and up
+
+
+def finding_row(finding: Finding, width: int = 116) -> Content:
+    """Two lines that never wrap at ``width``: the label, the participants and where it
+    starts, then what is stuck. Narrow, the label is not padded and the first row's
+    number moves to the second line; names and sentences end in ``…`` when cut."""
     label, style = KIND_LABELS[finding.kind]
-    head = Content.assemble(
-        Content.styled(f"{label:<24}", style),
-        Content.styled(visible_line(finding.participants, 40), "bold"),
-        Content.styled(
-            f"  first #{finding.first_sequence:,} · oldest {format_age(finding.age_seconds)}",
-            "$foreground 65%",
-        ),
-    )
-    return Content("\n").join(
-        [head, Content("   ") + Content(visible_line(finding.describe(), 110))]
-    )
+    where = f"first #{finding.first_sequence:,} · oldest {format_age(finding.age_seconds)}"
+    names = visible_line(finding.participants)
+    padded = f"{label:<{LABEL_CELLS}}"
+    if len(padded) + min(len(names), 16) + 2 + len(where) > width:
+        padded = f"{label}  "
+    room = width - len(padded) - 2 - len(where)
+    describe = visible_line(finding.describe())
+    if room >= min(len(names), 16):
+        head = Content.assemble(
+            Content.styled(padded, style),
+            Content.styled(visible_line(names, max(6, min(40, room))), "bold"),
+            Content.styled(f"  {where}", "$foreground 65%"),
+        )
+        second = Content("   ") + Content(visible_line(describe, max(10, width - 3)))
+    else:  # too narrow for both: the first row's number leads the second line (the
+        # sentence says how old it is)
+        head = Content.assemble(
+            Content.styled(padded, style),
+            Content.styled(visible_line(names, max(6, width - len(padded))), "bold"),
+        )
+        first = f"#{finding.first_sequence:,}"
+        second = Content.assemble(
+            Content.styled(f"   {first} · ", "$foreground 65%"),
+            Content(visible_line(describe, max(10, width - 6 - len(first)))),
+        )
+    return Content("\n").join([head, second])
 
 
 def _identity(finding: Finding) -> tuple[str, str, str]:
@@ -185,22 +206,26 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
             )
             return
         rows = report.stuck_rows
+        plural = "s" if rows != 1 else ""
+        where = f"in {len(report.by_mailbox())} of {report.mailboxes} mailboxes"
         line = Content.assemble(
             self._state(live=True),
-            Content.styled(
-                f" · {rows:,} stuck unread row{'s' if rows != 1 else ''} in "
-                f"{len(report.by_mailbox())} of {report.mailboxes} mailboxes",
-                "bold $warning",
-            ),
+            Content.styled(f" · {rows:,} stuck unread row{plural} {where}", "bold $warning"),
         )
+        if line.cell_length > self.size.width - 2:  # narrow: one line still
+            line = Content.assemble(
+                self._state(live=True),
+                Content.styled(f" · {rows:,} stuck {where}", "bold $warning"),
+            )
         hint = Content.styled(" · enter opens the first affected message", "$foreground 65%")
         if line.cell_length + hint.cell_length <= self.size.width - 2:  # one line or none
             line += hint
         status.update(line)
         with self.app.batch_update():
             findings.clear_options()
+            width = self._row_width()
             findings.add_options(
-                Option(finding_row(finding), id=f"finding-{index}")
+                Option(finding_row(finding, width), id=f"finding-{index}")
                 for index, finding in enumerate(report.findings)
             )
             keys = [_identity(finding) for finding in report.findings]
@@ -208,6 +233,19 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         if not self._focused_once:
             self._focused_once = True
             findings.focus()
+
+    def _row_width(self) -> int:
+        """Cells a finding may use: the list less its scrollbar and the option padding
+        (before the first layout: the screen less the same margins)."""
+        findings = self.query_one("#findings", OptionList)
+        # The scrollbar is counted whether or not it shows yet: the rows that follow
+        # may bring it, and a row measured wider than it is drawn loses its last line.
+        outer = findings.size.width or (self.size.width or 80) - 2
+        return max(30, outer - findings.styles.scrollbar_size_vertical - 2)
+
+    def on_resize(self) -> None:
+        if self.report is not None and not self.report.healthy:
+            self.show(self.report)  # rows follow the width both ways
 
     @on(OptionList.OptionSelected, "#findings")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

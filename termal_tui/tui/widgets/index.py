@@ -33,6 +33,7 @@ from termal_tui.tui.messages import (
     IndexTotals,
     IndexUnchanged,
     MarkersLoaded,
+    MatchesLoaded,
     OpenMailbox,
     ReadFailed,
     WorkerFailures,
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 HEALTH_EVERY_SECONDS = 30.0
 AGE_EVERY = 10.0  # seconds between checks of the ages on the cards
 PAGE_CARDS = 100  # a page of cards: several screenfuls at 120x40
-MORE_WITHIN = 10  # the next page is read when the highlight is this close to the end
+MORE_WITHIN = 10
+FILTER_PAUSE = 0.25  # seconds of no typing before a paged index asks the store  # the next page is read when the highlight is this close to the end
 PROBLEM_WORDS = FINDING_WORDS  # one vocabulary: cards, health view, help
 
 
@@ -72,7 +74,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    MailboxIndex #index-status { height: 1; padding: 0 1; color: $foreground 65%; }
+    MailboxIndex #index-status { height: auto; max-height: 4; padding: 0 1; color: $foreground 65%; }
     MailboxIndex #index-empty { padding: 1 2; display: none; }
     MailboxIndex.-empty #index-empty { display: block; }
     MailboxIndex.-empty #cards { display: none; }
@@ -117,6 +119,12 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.appending = False
         self._health_at = -1e9
         self.filter_text = ""
+        # A paged index is filtered by the store (every mailbox, not only the pages
+        # loaded): the matches, whether more follow, and how many match in all.
+        self.matches: list[MailboxSummary] | None = None
+        self.matches_more = False
+        self.match_count: int | None = None
+        self._filter_timer: Timer | None = None
         self._focused_once = False
         self._load_on_show = False
         self.ages = Ages()  # the age each card was drawn with
@@ -126,9 +134,13 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
     def _matches(self, summary: MailboxSummary) -> bool:
         needle = self.filter_text.casefold()
-        return not needle or any(
-            needle in p.display_name.casefold() or needle in p.session_id.casefold()
-            for p in summary.participants
+        return (
+            not needle
+            or needle in summary.id.casefold()
+            or any(
+                needle in p.display_name.casefold() or needle in p.session_id.casefold()
+                for p in summary.participants
+            )
         )
 
     def compose(self) -> ComposeResult:
@@ -225,7 +237,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         box = self.query_one("#index-filter", Input)
         was_filtering = bool(self.filter_text)
         box.value = ""
-        self.filter_text = ""
+        self._set_filter("")
         box.can_focus = False
         self.focus_cards()
         if was_filtering and self.summaries:
@@ -234,9 +246,25 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
     @on(Input.Changed, "#index-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.filter_text = event.value.strip()
-        if self.summaries:
+        self._set_filter(event.value.strip())
+        if self.summaries and self.matches is None:
             self.show(self.summaries, self._status(self.summaries))
+
+    def _set_filter(self, text: str) -> None:
+        """A new filter: the loaded cards are filtered at once; a paged index asks the
+        store too (after a pause in typing), as every mailbox may match."""
+        if text == self.filter_text:
+            return
+        self.filter_text = text
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        if not text:
+            self.matches, self.match_count, self.matches_more = None, None, False
+            return
+        if self.more or self.matches is not None:
+            self.matches, self.match_count, self.matches_more = None, None, False
+            self._filter_timer = self.set_timer(FILTER_PAUSE, self.load_matches)
 
     @on(Input.Submitted, "#index-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -302,6 +330,27 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self.appending = False
         self.post_message(IndexLoaded(rows, len(rows) >= PAGE_CARDS, appended=True))
 
+    @work(group="index-filter", exclusive=True, exit_on_error=False)
+    async def load_matches(self, append: bool = False) -> None:
+        """The store's first page of cards matching the filter (``append``: the next
+        page), and how many match in all."""
+        needle, reader = self.filter_text, self.reader
+        if not needle or reader is None:
+            return
+        after = None
+        if append:
+            if not self.matches or not self.matches_more:
+                return
+            last = self.matches[-1]
+            after = (last.latest_message_at or "", last.id)
+        rows = await reader.list_mailboxes(
+            session_id=self.session_id, limit=PAGE_CARDS, after=after, matching=needle
+        )
+        count = self.match_count
+        if not append:
+            count = await reader.count_matching(needle, session_id=self.session_id)
+        self.post_message(MatchesLoaded(needle, rows, len(rows) >= PAGE_CARDS, count, append))
+
     @work(group="index-totals", exclusive=False, exit_on_error=False)
     async def load_totals(self) -> None:
         if self.reader is not None:
@@ -349,6 +398,8 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         if not event.more:
             self.totals = None  # everything is loaded: counted from the cards
         self.show(event.summaries, self._status(event.summaries))
+        if self.matches is not None and self.filter_text:
+            self.load_matches()  # something changed: the store's matches again
 
     def _empty_reason(self, still_in: int, left: int) -> str:
         """Why a session's view lists nothing (TermAl's session view: mailboxes the
@@ -367,6 +418,29 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
                 "results are hidden, as in TermAl); run without --session to see them."
             )
         return f"{who} takes part in no mailbox in this database."
+
+    @on(MatchesLoaded)
+    def _matches_loaded(self, event: MatchesLoaded) -> None:
+        event.stop()
+        if event.needle != self.filter_text:
+            return  # typed on meanwhile: its own read follows
+        if event.append and self.matches is not None:
+            known = {summary.id for summary in self.matches}
+            fresh = [summary for summary in event.summaries if summary.id not in known]
+            self.matches = self.matches + fresh
+            self.matches_more = event.more and bool(fresh)
+            now = self.clock()
+            self.query_one("#cards", OptionList).add_options(
+                [Option(self._card(s, self._width or 60, now), id=s.id) for s in fresh]
+            )
+            self.set_status(self._status(self.summaries))
+            return
+        self.matches, self.matches_more, self.match_count = (
+            event.summaries,
+            event.more,
+            event.count,
+        )
+        self.show(self.summaries, self._status(self.summaries))
 
     @on(IndexUnchanged)
     def _unchanged(self, event: IndexUnchanged) -> None:
@@ -390,7 +464,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         fresh = [summary for summary in rows if summary.id not in known]
         self.more = more and bool(fresh)
         self.summaries = self.summaries + fresh
-        shown = [s for s in fresh if self._matches(s)]
+        shown = [s for s in fresh if self._matches(s)] if self.matches is None else []
         if shown:
             width = self._width or max(20, (self.size.width or 80) - 5)
             now = self.clock()
@@ -402,13 +476,20 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
     @on(OptionList.OptionHighlighted, "#cards")
     def _near_end(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
-        if self.more and event.option_index >= event.option_list.option_count - MORE_WITHIN:
-            self.load_more()
+        if event.option_index >= event.option_list.option_count - MORE_WITHIN:
+            self._more_cards()
 
     @on(ScrolledNearEnd)
     def _scrolled_near_end(self, event: ScrolledNearEnd) -> None:
         event.stop()
-        if self.more:
+        self._more_cards()
+
+    def _more_cards(self) -> None:
+        """The next page of what is shown: the store's matches, or the index."""
+        if self.matches is not None:
+            if self.matches_more:
+                self.load_matches(append=True)
+        elif self.more:
             self.load_more()
 
     @on(MarkersLoaded)
@@ -435,13 +516,17 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         elif self.more:  # the totals follow
             counted = f"{count:,}+"
         if self.filter_text:  # the count follows the filter
-            matched = sum(1 for summary in summaries if self._matches(summary))
             needle = visible_line(self.filter_text, 40)
-            found = (
-                f"{matched:,} of {counted} mailboxes match “{needle}”"
-                if matched
-                else f"no mailbox matches “{needle}” (of {counted}) · escape clears"
-            )
+            if self.matches is not None:  # the store's count, over every mailbox
+                matched = self.match_count if self.match_count is not None else len(self.matches)
+            else:
+                matched = sum(1 for summary in summaries if self._matches(summary))
+            if self.more and self.matches is None:  # the store is asked after a pause
+                found = f"searching {counted} mailboxes for “{needle}”…"
+            elif matched:
+                found = f"{matched:,} of {counted} mailboxes match “{needle}”"
+            else:
+                found = f"no mailbox matches “{needle}” (of {counted}) · escape clears"
             return Content.assemble(
                 state,
                 Content.styled(
@@ -473,7 +558,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.summaries = summaries
         width = max(20, (self.size.width or 80) - 5)  # padding and a scrollbar
         self._width = width
-        shown = [s for s in summaries if self._matches(s)]
+        shown = (
+            self.matches if self.matches is not None else [s for s in summaries if self._matches(s)]
+        )
         now = self.clock()
         self.ages.forget()
         with self.app.batch_update():

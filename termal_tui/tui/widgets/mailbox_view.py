@@ -138,14 +138,15 @@ def hidden_marker(first: int, last: int) -> Content:
 class ThreadHeader(Widget):
     """``● Live 07:03:47 · 50 of latest #140 loaded · 3fcb1a2e`` on one line."""
 
-    DEFAULT_CSS = "ThreadHeader { height: 1; padding: 0 1; background: $panel; }"
+    # One line while live; a Stale reason gets lines of its own below (never cut).
+    DEFAULT_CSS = "ThreadHeader { height: auto; max-height: 4; padding: 0 1; background: $panel; }"
 
     state: reactive[str] = reactive("loading")
     refreshed: reactive[str] = reactive("")
     loaded: reactive[int] = reactive(0)
     latest: reactive[int] = reactive(0)
     mailbox: reactive[str] = reactive("")
-    error: reactive[str] = reactive("")
+    error: reactive[str] = reactive("", layout=True)  # a reason takes lines of its own
 
     STATES: Final = {
         "loading": ("◌ Loading", "bold $foreground 65%"),
@@ -167,9 +168,11 @@ class ThreadHeader(Widget):
                 )
             )
         parts.append(Content.styled(f" · {self.mailbox}", "$foreground 65%"))
-        if self.error:
-            parts.append(Content.styled(f" · {visible_line(self.error, 300)}", "$error"))
-        return Content.assemble(*parts)
+        head = Content.assemble(*parts)
+        if not self.error:
+            return head
+        reason = Content.styled(visible_line(self.error, 300), "$error")
+        return Content("\n").join([head, reason])
 
 
 # ---------------------------------------------------------------------- view
