@@ -51,7 +51,7 @@ class Thresholds:
     no_notifier: float = 300.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     kind: str
     mailbox_id: str
@@ -183,21 +183,33 @@ def collect(
     mailbox_ids: Collection[str] | None = None,
 ) -> HealthReport:
     """Run on the reader's thread inside one read snapshot (see MailboxReader.health).
-    With ``mailbox_ids``, findings only for those mailboxes (the index's loaded cards);
+    With ``mailbox_ids``, findings only for those mailboxes (the index's loaded cards:
+    a few hundred are looked up by key, not found in a pass over every mailbox);
     ``mailboxes`` still counts every visible one."""
-    rows = db.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
-    if mailbox_ids is not None:
-        wanted = set(mailbox_ids)
+    params: dict[str, Any] = {"ctl": CONTROL_TOPIC}
+    sql = _UNREAD_BY_PARTICIPANT
+    wanted = set(mailbox_ids) if mailbox_ids is not None else None
+    if wanted is not None and len(wanted) <= _IDS_BY_KEY:
+        names_in = [f"h{index}" for index in range(len(wanted))]
+        params |= dict(zip(names_in, sorted(wanted), strict=True))
+        head, tail = sql.split("GROUP BY")
+        sql = (
+            f"{head}WHERE p.mailbox_id IN ({', '.join(':' + n for n in names_in)})\nGROUP BY{tail}"
+        )
+    rows = db.execute(sql, params).fetchall()
+    if wanted is not None:
         rows = [row for row in rows if row[0] in wanted]
-    ids = sorted({row[0] for row in rows})
-    by_mailbox, _ = queries.participants(db, ids)
-    names = {mid: " ⇄ ".join(p.display_name for p in found) for mid, found in by_mailbox.items()}
+    names = _participant_names(db, {row[0] for row in rows})
     visible = db.execute(
         f"SELECT COUNT(*) FROM mailboxes m WHERE EXISTS (SELECT 1 FROM mailbox_messages v "
         f"WHERE v.mailbox_id = m.id AND {queries.NOT_CONTROL.format(t='v.')})",
         {"ctl": CONTROL_TOPIC},
     ).fetchone()[0]
     report = HealthReport(mailboxes=visible)
+    found = report.findings
+    moment = now.timestamp()
+    listening_for = thresholds.no_notifier
+    as_text = queries.as_text
     for (
         mailbox_id,
         session_id,
@@ -217,50 +229,79 @@ def collect(
         if mailbox_id not in names or not unread:
             continue
         report.unread += unread
-        base = {
-            "mailbox_id": queries.as_text(mailbox_id),
-            "participants": names[mailbox_id],
-            "session_id": queries.as_text(session_id),
-            "display_name": queries.as_text(name),
-            "unread_depth": unread,
-            "processed_through": cursor if isinstance(cursor, int) else 0,
-        }
+        base = (
+            as_text(mailbox_id),
+            names[mailbox_id],
+            as_text(session_id),
+            as_text(name),
+        )
+        through = cursor if isinstance(cursor, int) else 0
 
         def finding(
-            kind: str, count: int, first: int, at: object, base: dict[str, Any] = base
+            kind: str,
+            count: int,
+            first: int,
+            created: str,
+            age: float,
+            base: tuple[str, str, str, str] = base,
+            tail: tuple[int, int] = (unread, through),
         ) -> Finding:
-            created = queries.as_text(at)
-            return Finding(
-                kind=kind,
-                rows=count,
-                first_sequence=first,
-                oldest_at=created,
-                age_seconds=_age(created, now),
-                **base,
-            )
+            return Finding(kind, *base, count, first, created, age, *tail)
 
+        oldest_text = as_text(oldest_at)
+        oldest_age = _age(oldest_text, now)
         if left_at is not None:
-            report.findings.append(finding("receiver-gone", unread, oldest, oldest_at))
+            found.append(finding("receiver-gone", unread, oldest, oldest_text, oldest_age))
             continue
-        notifier = notifiers.get(base["session_id"]) if notifiers is not None else None
-        if notifier is not None and not notifier.listening(now.timestamp(), thresholds.no_notifier):
-            candidate = finding("no-notifier", unread, oldest, oldest_at)
-            if candidate.age_seconds >= thresholds.no_notifier:
-                report.findings.append(candidate)  # it explains the rest: counted once
-                continue
+        notifier = notifiers.get(base[2]) if notifiers is not None else None
+        if (
+            notifier is not None
+            and not notifier.listening(moment, listening_for)
+            and oldest_age >= listening_for
+        ):
+            found.append(finding("no-notifier", unread, oldest, oldest_text, oldest_age))
+            continue  # it explains the rest: counted once
         if never:
-            candidate = finding("never-woken", never, never_first, never_at)
-            if candidate.age_seconds >= thresholds.never_woken:
-                report.findings.append(candidate)
+            created = as_text(never_at)
+            age = oldest_age if created == oldest_text else _age(created, now)
+            if age >= thresholds.never_woken:
+                found.append(finding("never-woken", never, never_first, created, age))
         if delivered:
-            candidate = finding("woken-unprocessed", delivered, delivered_first, delivered_at)
-            if candidate.age_seconds >= thresholds.woken_unprocessed:
-                report.findings.append(candidate)
-        lag = finding("lagging", unread, oldest, oldest_at)
-        if lag.age_seconds >= thresholds.lagging:
-            report.findings.append(lag)
-    report.findings.sort(key=lambda f: (-f.severity, -f.age_seconds, f.mailbox_id))
+            created = as_text(delivered_at)
+            age = oldest_age if created == oldest_text else _age(created, now)
+            if age >= thresholds.woken_unprocessed:
+                found.append(finding("woken-unprocessed", delivered, delivered_first, created, age))
+        if oldest_age >= thresholds.lagging:
+            found.append(finding("lagging", unread, oldest, oldest_text, oldest_age))
+    found.sort(key=lambda f: (-SEVERITY[f.kind], -f.age_seconds, f.mailbox_id))
     return report
+
+
+# Up to this many mailboxes, health is read for each by key (the index's loaded cards).
+_IDS_BY_KEY: Final = 500
+
+
+def _participant_names(db: sqlite3.Connection, ids: set[Any]) -> dict[Any, str]:
+    """``A ⇄ B`` per mailbox in TermAl's participant order (queries.participants'),
+    as plain strings: a health pass over 100,000 mailboxes builds no records for it."""
+    if not ids:
+        return {}
+    params: dict[str, Any] = {}
+    where = ""
+    if len(ids) <= _IDS_BY_KEY:
+        keys = [f"n{index}" for index in range(len(ids))]
+        params = dict(zip(keys, sorted(ids, key=str), strict=True))
+        where = f"WHERE mailbox_id IN ({', '.join(':' + key for key in keys)}) "
+    grouped: dict[Any, list[str]] = {}
+    as_text = queries.as_text
+    for mailbox_id, name in db.execute(
+        f"SELECT mailbox_id, display_name FROM mailbox_participants {where}"
+        "ORDER BY mailbox_id, session_id",
+        params,
+    ):
+        if mailbox_id in ids:
+            grouped.setdefault(mailbox_id, []).append(name if type(name) is str else as_text(name))
+    return {mailbox_id: " ⇄ ".join(found) for mailbox_id, found in grouped.items()}
 
 
 async def health_report(

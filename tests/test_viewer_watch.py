@@ -4,6 +4,8 @@ loaded pages. Timed behaviour is waited out (``wait_for``), never forced with r.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -396,3 +398,58 @@ async def test_a_stale_reason_is_shown_whole_on_a_narrow_terminal(demo, width):
         text = " ".join(line.strip() for line in screen_text(app).splitlines())
         assert "waiting for it to come back" in text, screen_text(app)  # not cut
         assert "● Stale" in text
+
+
+# ------------------------------------------------------ health on a huge file
+
+
+async def test_the_health_view_lists_the_worst_and_says_how_many_more(tmp_path):
+    from termal_tui.tui.screens.health import MAX_SHOWN, HealthScreen
+
+    count = MAX_SHOWN // 2  # two unread rows each: never woken and lagging, four findings
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", count)
+    app = clocked_app(path, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h")
+        await settle(app, pilot)
+        assert isinstance(app.screen, HealthScreen)
+        findings = app.screen.query_one("#findings", OptionList)
+        assert len(app.screen.report.findings) == 4 * count
+        assert findings.option_count == MAX_SHOWN + 1
+        last = findings.get_option_at_index(MAX_SHOWN)
+        assert last.disabled
+        assert f"… and {2 * count:,} more findings" in str(last.prompt)
+        assert "termal-tui doctor" in str(last.prompt)
+        status = str(app.screen.query_one("#health-status", Static).render())
+        assert f"in {count:,} of {count:,} mailboxes" in status
+
+
+async def test_a_slow_health_pass_spaces_out_the_next_ones(demo, monkeypatch):
+    from termal_tui.tui.screens import health as health_screen
+
+    app = clocked_app(demo, Clock(), interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("h")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, health_screen.HealthScreen)
+        passes = 0
+        original = health_screen.health_report
+
+        async def counting(*args: object, **kwargs: object):
+            nonlocal passes
+            passes += 1
+            return await original(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(health_screen, "health_report", counting)
+        await wait_for(lambda: passes >= 2)  # a fast pass: every interval
+        await wait_for(lambda: not screen.checking)
+        screen._took = 1.0  # as if the last pass took a second: the next waits 10 s
+        screen._finished_at = time.monotonic()
+        seen = passes
+        await asyncio.sleep(0.6)  # six ticks waited out
+        assert passes == seen
+        await pilot.press("r")  # a person asking still gets one at once
+        await wait_for(lambda: passes > seen)

@@ -10,6 +10,7 @@ status line (the last report's findings stay listed).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -38,6 +39,8 @@ KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in he
 }
 
 
+MAX_SHOWN = 500  # findings listed (ranked); a line says how many more there are
+SLOW_FACTOR = 10.0  # after a pass of t seconds, the next waits at least 10 t
 LABEL_CELLS = 24  # the widest label and a space: the names line up at 80 columns and up
 
 
@@ -107,6 +110,9 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self.checking = False
         self._timer: Timer | None = None
         self._focused_once = False
+        self._status: Content | None = None  # the status line of the last report
+        self._finished_at = -1e9
+        self._took = 0.0  # seconds the last pass took
 
     def _now(self) -> datetime:
         return self.clock() if self.clock is not None else datetime.now().astimezone()
@@ -142,8 +148,14 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self.load()
 
     def poll(self) -> None:
-        if not self.checking:
-            self.load()
+        """A timer tick: a pass, unless one runs or the last one was slow (a pass that
+        takes seconds on a huge file waits ``SLOW_FACTOR`` times its duration before
+        the next one, so the view never keeps a core busy)."""
+        if self.checking:
+            return
+        if time.monotonic() - self._finished_at < SLOW_FACTOR * self._took:
+            return
+        self.load()
 
     def action_reload(self) -> None:
         self.load()
@@ -152,11 +164,23 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     async def load(self) -> None:
         now = self.clock() if self.clock is not None else None
         self.checking = True
+        self._checking_shown()
+        started = time.monotonic()
         try:
             report = await health_report(self.reader, now=now, thresholds=self.thresholds)
         finally:
             self.checking = False
+            self._finished_at = time.monotonic()
+            self._took = self._finished_at - started
         self.post_message(HealthLoaded(report))
+
+    def _checking_shown(self) -> None:
+        """A pass is running over the last report: the status line says so."""
+        if self.report is None or self._status is None:
+            return
+        self.query_one("#health-status", Static).update(
+            self._status + Content.styled(" · checking…", "$foreground 65%")
+        )
 
     def _state(self, live: bool) -> Content:
         moment = self._now().strftime("%H:%M:%S")
@@ -198,16 +222,17 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
                 Content.assemble(
                     self._state(live=True),
                     Content.styled(
-                        f" · ✓ Nothing is stuck: {report.mailboxes} mailboxes, "
+                        f" · ✓ Nothing is stuck: {report.mailboxes:,} mailboxes, "
                         f"{report.unread:,} unread, every unread row is recent or on its way.",
                         "bold $success",
                     ),
                 )
             )
+            self._status = None
             return
         rows = report.stuck_rows
         plural = "s" if rows != 1 else ""
-        where = f"in {len(report.by_mailbox())} of {report.mailboxes} mailboxes"
+        where = f"in {len(report.by_mailbox()):,} of {report.mailboxes:,} mailboxes"
         line = Content.assemble(
             self._state(live=True),
             Content.styled(f" · {rows:,} stuck unread row{plural} {where}", "bold $warning"),
@@ -220,15 +245,30 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         hint = Content.styled(" · enter opens the first affected message", "$foreground 65%")
         if line.cell_length + hint.cell_length <= self.size.width - 2:  # one line or none
             line += hint
+        self._status = line
         status.update(line)
+        shown = report.findings[:MAX_SHOWN]
         with self.app.batch_update():
             findings.clear_options()
             width = self._row_width()
             findings.add_options(
                 Option(finding_row(finding, width), id=f"finding-{index}")
-                for index, finding in enumerate(report.findings)
+                for index, finding in enumerate(shown)
             )
-            keys = [_identity(finding) for finding in report.findings]
+            left = len(report.findings) - len(shown)
+            if left:  # the worst are listed; the rest are a command away
+                findings.add_option(
+                    Option(
+                        Content.styled(
+                            f"… and {left:,} more finding{'s' if left != 1 else ''}, less "
+                            "severe or more recent: `termal-tui doctor` lists them all",
+                            "$foreground 65%",
+                        ),
+                        id="findings-more",
+                        disabled=True,
+                    )
+                )
+            keys = [_identity(finding) for finding in shown]
             findings.highlighted = keys.index(chosen) if chosen in keys else 0
         if not self._focused_once:
             self._focused_once = True
