@@ -28,11 +28,13 @@ def desktop_notification(title: str, body: str) -> str:
     return f"\x1b]777;notify;{title};{body}\x07\x1b]9;{title}: {body}\x07"
 
 
-def window_title(unread: int, stuck: int, name: str = "termal-tui") -> str:
-    """``\\x1b]2;termal-tui · 12 unread · 2 stuck\\x07`` (the terminal's title)."""
+def window_title(unread: int, stuck: int, name: str = "termal-tui", *, more: bool = False) -> str:
+    """``\\x1b]2;termal-tui · 12 unread · 2 mailboxes stuck\\x07`` (the terminal's title);
+    ``more``: only the loaded cards were checked (``100+ mailboxes stuck``)."""
     parts = [_terminal_safe(name, 60), f"{unread:,} unread"]
     if stuck:
-        parts.append(f"{stuck:,} stuck")
+        noun = "mailbox" if stuck == 1 and not more else "mailboxes"
+        parts.append(f"{stuck:,}{'+' if more else ''} {noun} stuck")
     return f"\x1b]2;{' · '.join(parts)}\x07"
 
 

@@ -190,7 +190,9 @@ def test_attention_bytes_are_sanitised():
     assert "␛" in sent and "name, with" in sent  # visible, and no extra OSC 777 field
     assert signal_bytes(["x"], bell=True, desktop=False) == "\a"
     assert signal_bytes([], bell=True, desktop=True) == ""
-    assert window_title(1221, 2) == "\x1b]2;termal-tui · 1,221 unread · 2 stuck\x07"
+    assert window_title(1221, 2) == "\x1b]2;termal-tui · 1,221 unread · 2 mailboxes stuck\x07"
+    assert window_title(3, 1) == "\x1b]2;termal-tui · 3 unread · 1 mailbox stuck\x07"
+    assert window_title(9, 100, more=True).endswith("· 100+ mailboxes stuck\x07")
 
 
 # ----------------------------------------------------------------- vocabulary

@@ -360,7 +360,9 @@ async def test_end_lands_on_the_start_of_the_mailbox_in_one_press(tmp_path):
         await pilot.press("end")
         await settle(app, pilot)
         await pilot.pause()
-        assert isinstance(view.model.items[view.thread.highlighted], StartMarker)
+        # The oldest row is highlighted (keys act on it), the marker shows below it.
+        assert view.highlighted_message().sequence == 1
+        assert isinstance(view.model.items[view.thread.highlighted + 1], StartMarker)
         assert "— start of mailbox —" in screen_text(app)
         assert "#1 " in screen_text(app)
 

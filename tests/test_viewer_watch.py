@@ -40,6 +40,15 @@ def demo(tmp_path) -> Path:
     return demo_copy(tmp_path / "demo")
 
 
+@pytest.fixture(autouse=True)
+def xdg(tmp_path, monkeypatch) -> Path:
+    """Every test reads and writes its own XDG directories (never the user's)."""
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.delenv("TMUX", raising=False)
+    return tmp_path
+
+
 class Clock:
     """A clock the test moves on (the app's ages are relative to it)."""
 
@@ -453,3 +462,74 @@ async def test_a_slow_health_pass_spaces_out_the_next_ones(demo, monkeypatch):
         assert passes == seen
         await pilot.press("r")  # a person asking still gets one at once
         await wait_for(lambda: passes > seen)
+
+
+# ------------------------------------------- the title and signals from a tab
+
+
+async def test_title_and_attention_follow_every_mailbox_while_a_tab_is_shown(demo, xdg):
+    from textual import events
+
+    from termal_tui.viewer_config import load_config
+
+    config = xdg / "xdg_config_home" / "termal-tui" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[attention]\nbell = true\nevery = 0\n", encoding="utf-8")
+    app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, config=load_config()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        # A tab on another mailbox is shown; the index is hidden.
+        app.open_mailbox(mailbox_between(app, "planner", "docs"))
+        await settle(app, pilot)
+        assert app.active_view() is not None
+        written: list[str] = []
+        driver = app._driver
+        original = driver.write
+        driver.write = lambda data: (written.append(data), original(data))[1]  # type: ignore[method-assign]
+        app.post_message(events.AppBlur())
+        await pilot.pause()
+        async with open_writer(demo) as writer:
+            await writer.append(
+                sender_session_id="session-2",
+                sender_name="backend",
+                target_session_id="session-1",
+                target_name="planner",
+                body="Arrived in another mailbox.",
+                idempotency_key="watch-away",
+            )
+        await wait_for(lambda: any("43 unread" in w for w in written if w.startswith("\x1b]2;")))
+        await wait_for(lambda: "\a" in written)
+        assert app.active_view() is not None  # nobody went back to the index
+
+
+# ----------------------------------------------------- End and the footer
+
+
+async def test_end_highlights_the_oldest_row_and_the_footer_offers_its_keys(demo):
+    from tests.viewer_support import screen_lines
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_between(app, "planner", "backend"))
+        await settle(app, pilot)
+        await pilot.press("end")
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None
+        assert view.highlighted_message() is not None
+        assert view.highlighted_message().sequence == 1
+        footer = screen_lines(app)[-1]
+        assert "⏎ Expand" in footer and "f Body" in footer, footer
+        assert "— start of mailbox —" in screen_text(app)
+        for key in ("up", "home", "down"):
+            await pilot.press(key)
+            await settle(app, pilot)
+            footer = screen_lines(app)[-1]
+            assert "⏎ Expand" in footer and "f Body" in footer, (key, footer)
+        await pilot.press("end")
+        await settle(app, pilot)
+        await pilot.press("enter")  # the oldest row expands, and is brought into view
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "Wake now" in text and "#1 " in text, text

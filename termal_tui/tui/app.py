@@ -406,7 +406,7 @@ class MailboxApp(App[None]):
         index = self.query_one(MailboxIndex)
         if index.more and index.totals is not None:  # a paged index: the counted total
             unread = index.totals[1]
-        self.write_terminal(window_title(unread, len(stuck)))
+        self.write_terminal(window_title(unread, len(stuck), more=index.more))
         if self._watch is None or self.config is None:
             return
         latest = {s.id: (s.latest_sequence, summary_title(s)) for s in summaries}

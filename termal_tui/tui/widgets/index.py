@@ -166,8 +166,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.reader = reader
         self.interval = interval
         self.snapshot = snapshot
-        if interval > 0:
-            self._timer = self.set_interval(interval, self.poll, pause=not self.visible_tab)
+        if interval > 0:  # it runs while a tab is shown too: the terminal's title and
+            # the attention signals follow every mailbox (an idle poll reads no page)
+            self._timer = self.set_interval(interval, self.poll)
         self._age_timer = self.set_interval(AGE_EVERY, self.tick_ages, pause=not self.visible_tab)
         if load_now:
             if self.visible_tab:
@@ -190,8 +191,6 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         if self.summaries and not self._focused_once and self._displayed():
             self._focused_once = True  # cards drawn while hidden: keys to them now
             self.focus_cards()
-        if self._timer is not None:
-            self._timer.resume()
         if self._age_timer is not None:
             self._age_timer.resume()
             self.tick_ages()
@@ -202,9 +201,8 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self.poll()
 
     def on_hide(self) -> None:
-        for timer in (self._timer, self._age_timer):
-            if timer is not None:
-                timer.pause()
+        if self._age_timer is not None:
+            self._age_timer.pause()
         self.visible_tab = False
 
     def _displayed(self) -> bool:
@@ -221,7 +219,8 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self.focus()
 
     def poll(self) -> None:
-        if self.visible_tab and not self.refreshing:
+        """A timer tick, shown or not (nothing before the first load)."""
+        if not self.refreshing and not self._load_on_show and self.reader is not None:
             self.load(force=False)
 
     def action_refresh(self) -> None:

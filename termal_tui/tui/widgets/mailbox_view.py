@@ -347,11 +347,17 @@ class MailboxView(WorkerFailures, Vertical):
             self.load_start()
 
     def _show_start(self) -> None:
+        """The oldest row highlighted (keys and the footer act on it), scrolled to the
+        end so ``— start of mailbox —`` shows below it."""
         thread = self.thread
         if thread.option_count:
-            thread.highlighted = thread.option_count - 1
+            last = thread.option_count - 1
+            if last > 0 and isinstance(self.model.items[last], StartMarker):
+                last -= 1  # the marker is not a row to act on (and is never highlighted)
+            thread.highlighted = last
             thread.scroll_end(animate=False)
             self.call_after_refresh(thread.scroll_end, animate=False)
+        self._refresh_footer()
 
     def action_show_new(self) -> None:
         self.show_new()
@@ -812,7 +818,11 @@ class MailboxView(WorkerFailures, Vertical):
     # -------------------------------------------------------------- actions
 
     def toggle(self, message_id: str) -> None:
+        """Expand or collapse a row; an expanded row is brought into view (its diagnostics
+        and body below it, as much as fits, when it was the last row on screen)."""
         self._apply(self.model.toggle(message_id))
+        if message_id in self.model.expanded:
+            self.call_after_refresh(self.thread.reveal_highlight)
 
     def show_new(self) -> None:
         """Bring announced new rows into the thread (at the top), and show the top:
@@ -987,7 +997,9 @@ class MailboxView(WorkerFailures, Vertical):
         self._refresh_footer()
 
     def _refresh_footer(self) -> None:
-        """Rebuild the footer only when what it offers changes (a rebuild restyles it)."""
+        """Rebuild the footer only when what it offers changes (a rebuild restyles it).
+        Called on every highlight change, including those set from code (a disabled row
+        posts no OptionHighlighted, so the state compared is read afresh each time)."""
         try:
             option = self.thread.highlighted_option
         except NoMatches:

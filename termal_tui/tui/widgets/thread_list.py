@@ -209,6 +209,15 @@ class ThreadList(OptionList):
                 return
         super().action_page_up()
 
+    def reveal_highlight(self) -> None:
+        """The highlighted row in view: whole when it fits, else from its first line
+        (an expanded row taller than the list is read from its head down)."""
+        span = self._highlighted_span()
+        if span is None:
+            return
+        top, bottom = span
+        self.scroll_to_highlight(top=bottom - top > self.scrollable_content_region.height)
+
     def _highlighted_span(self) -> tuple[int, int] | None:
         index = self.highlighted
         if index is None:
