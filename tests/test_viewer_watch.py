@@ -533,3 +533,42 @@ async def test_end_highlights_the_oldest_row_and_the_footer_offers_its_keys(demo
         await settle(app, pilot)
         text = screen_text(app)
         assert "Wake now" in text and "#1 " in text, text
+
+
+# ------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (120, 40)])
+async def test_help_wraps_under_its_text_at_every_size_and_names_every_marker(demo, size):
+    from termal_tui.tui.screens.help import HelpScreen, HelpText, help_text
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        await settle(app, pilot)
+        assert isinstance(app.screen, HelpScreen)
+        shown = app.screen.query_one(HelpText)
+        width = shown.size.width
+        text = help_text(app.screen.keys, width)
+        assert str(shown.render()) == text  # wrapped at the width it has
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= width
+        # Every entry's continuation starts under the text, never at column 0.
+        import textwrap
+
+        from termal_tui.tui.screens.help import SECTIONS
+
+        prose = [
+            "termal-tui — a read-only viewer for TermAl agent mailboxes",
+            "Nothing you do here changes the database: no cursor moves, no state changes.",
+            "Wake state of a row (plain words first, TermAl's value beside them)",
+            "⚠ on cards and in the health view (◷ for lagging)",
+            *(title for title, _ in SECTIONS),
+        ]
+        allowed = {part for sentence in prose for part in textwrap.wrap(sentence, width)}
+        for line in lines:
+            assert not line or line.startswith("  ") or line in allowed, line
+        for words in ("v ", "control-plane rows hidden", "departed", "not decided yet"):
+            assert words in text, words
+        assert "(queuedBehindActiveTurn)" in text

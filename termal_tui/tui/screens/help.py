@@ -3,6 +3,7 @@ state, marker and health word, in the viewer's one vocabulary."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Final
 
@@ -15,15 +16,19 @@ from textual.widgets import Footer, Static
 
 from termal_tui.vocabulary import FINDING_MEANING, FINDING_WORDS, WAKE_MEANING, WAKE_WORDS
 
-KEY_CELLS: Final = 22
+KEY_CELLS: Final = 22  # the key column from 80 columns up (14 below)
 # (keys, what they do); ``{id}`` is the key of the binding with that id.
 SECTIONS: Final = [
     (
         "Mailbox index",
         [
             ("↑/↓, enter / click", "choose a mailbox and open it in its own tab"),
-            ("/", "filter the cards by name or id; escape clears the filter and leaves it"),
-            ("r", "refresh now (also automatic while the index is shown)"),
+            (
+                "/",
+                "filter the cards by participant name, session id or mailbox id (every "
+                "mailbox, not only those loaded); escape clears the filter and leaves it",
+            ),
+            ("r", "refresh now (also automatic while the viewer runs)"),
         ],
     ),
     (
@@ -36,22 +41,62 @@ SECTIONS: Final = [
             ("{older}", "older messages (also loaded when you reach the bottom)"),
             ("{full-body}", "full body of the highlighted message (Home / End inside)"),
             ("{show-new}", "show new messages announced above the thread"),
-            ("{refresh}", "refresh now (also automatic every few seconds)"),
+            ("{refresh}", "refresh now (also automatic every interval)"),
             ("{close-tab}", "close this tab"),
             ("{search}", "search bodies and topics (enter or ↓ to the results, enter jumps)"),
             ("{copy-body} / {copy-id}", "send the highlighted body / id to the clipboard (OSC 52)"),
             ("{export}", "export the loaded messages as JSONL (to the export directory)"),
+            (
+                "{hidden-rows}",
+                "review results: the control-plane rows this view hides (as TermAl's views "
+                "do), read-only",
+            ),
         ],
     ),
     (
         "Everywhere",
         [
-            ("{prev-tab} / {next-tab}", "previous / next tab   (ctrl+left / ctrl+right too)"),
+            ("{prev-tab} / {next-tab}", "previous / next tab (ctrl+left / ctrl+right too)"),
             ("{index}", "back to the mailbox index"),
             ("{health}", "delivery health: stuck hand-offs, ranked"),
             ("{board}", "the coordination board: projects, keys, values, history"),
             ("ctrl+p", "command palette: open a mailbox, #N jumps to a message at any depth"),
             ("{help} / {quit}", "this help / quit"),
+        ],
+    ),
+    (
+        "Rows and cards",
+        [
+            ("● Unread", "the target participant has not processed this message yet"),
+            ("✓ Processed", "the target's processedThrough cursor covers it (drawn dimmer)"),
+            ("▸ / ▾", "a collapsed / expanded row"),
+            (
+                "● backend 22 · planner 10 unread",
+                "a card: who is behind, most unread first; ages (3 min ago) move on by "
+                "themselves, the expanded row gives the time with its zone",
+            ),
+            (
+                "──── NAME has processed to here (#N) ────",
+                "where a participant's cursor stands, when it is below the latest row",
+            ),
+            (
+                "· N control-plane rows hidden (#N) · v shows",
+                "review results stored between these rows, hidden as in TermAl; v shows them",
+            ),
+            ("departed", "a participant that has left the mailbox"),
+            ("▲ N new messages", "arrived while you read below the top; n shows them"),
+            ("● Live ◌ Loading", "the tab re-reads every interval / is reading"),
+            ("● Stale", "the last read failed; the reason follows and it keeps trying"),
+            ("⏸ Paused ◼ Snapshot", "polling is off (--interval 0) / an immutable copy"),
+        ],
+    ),
+    (
+        "Wake at send (the receipt's outcome, fixed once decided)",
+        [
+            (
+                "not decided yet",
+                "NULL: its writer is still finalizing the wake, or stopped before it did",
+            ),
         ],
     ),
 ]
@@ -65,38 +110,44 @@ def key_text(spec: str, keys: Mapping[str, str]) -> str:
     return out
 
 
-def help_text(keys: Mapping[str, str]) -> str:
+def _entry(key: str, what: str, width: int, key_cells: int) -> list[str]:
+    """One entry, wrapped at ``width`` with its continuation under the text; a key wider
+    than the key column has a line of its own."""
+    indent = 2 + key_cells + 1
+    wrapped = textwrap.wrap(what, max(20, width - indent)) or [""]
+    pad = " " * indent
+    if len(key) > key_cells:
+        return [f"  {key}"] + [pad + part for part in wrapped]
+    return [f"  {key:<{key_cells}} {wrapped[0]}"] + [pad + part for part in wrapped[1:]]
+
+
+def help_text(keys: Mapping[str, str], width: int = 100) -> str:
+    """Every key, state, marker and word, no line wider than ``width``."""
+    key_cells = KEY_CELLS if width >= 80 else 14
     lines = [
-        "termal-tui — a read-only viewer for TermAl agent mailboxes",
+        *textwrap.wrap("termal-tui — a read-only viewer for TermAl agent mailboxes", width),
         "",
-        "Nothing you do here changes the database: no cursor moves, no state changes.",
+        *textwrap.wrap(
+            "Nothing you do here changes the database: no cursor moves, no state changes.",
+            width,
+        ),
     ]
-    for title, entries in SECTIONS:
-        lines += ["", title]
+    sections = [
+        *SECTIONS[:-1],
+        (
+            "Wake state of a row (plain words first, TermAl's value beside them)",
+            [(word, f"{WAKE_MEANING[value]} ({value})") for value, word in WAKE_WORDS.items()],
+        ),
+        SECTIONS[-1],
+        (
+            "⚠ on cards and in the health view (◷ for lagging)",
+            [(word, FINDING_MEANING[kind]) for kind, word in FINDING_WORDS.items()],
+        ),
+    ]
+    for title, entries in sections:
+        lines += ["", *textwrap.wrap(title, width)]
         for spec, what in entries:
-            lines.append(f"  {key_text(spec, keys):<{KEY_CELLS}} {what}")
-    lines += [
-        "",
-        "Rows and cards",
-        f"  {'● Unread':<{KEY_CELLS}} the target participant has not processed this message yet",
-        f"  {'✓ Processed':<{KEY_CELLS}} the target's processedThrough cursor covers it (dimmer)",
-        f"  {'▸ / ▾':<{KEY_CELLS}} a collapsed / expanded row",
-        f"  {'● backend 22 · planner 10 unread':<{KEY_CELLS}}",
-        f"  {'':<{KEY_CELLS}} a card: who is behind, most unread first; ages move on by themselves",
-        f"  {'──── NAME has processed to here (#N) ────':<{KEY_CELLS}}",
-        f"  {'':<{KEY_CELLS}} where a lagging participant's cursor stands",
-        f"  {'▲ N new messages':<{KEY_CELLS}} arrived while you read below the top; n shows them",
-        f"  {'● Live ◌ Loading':<{KEY_CELLS}} the tab re-reads every interval / is reading",
-        f"  {'● Stale':<{KEY_CELLS}} the last read failed; the reason follows, it keeps trying",
-        f"  {'⏸ Paused ◼ Snapshot':<{KEY_CELLS}} polling is off (--interval 0) / an immutable copy",
-        "",
-        "Wake state of a row (plain words first, TermAl's value beside them)",
-    ]
-    for value, word in WAKE_WORDS.items():
-        lines.append(f"  {word:<{KEY_CELLS}} {WAKE_MEANING[value]} ({value})")
-    lines += ["", "⚠ on cards and in the health view (◷ for lagging)"]
-    for kind, word in FINDING_WORDS.items():
-        lines.append(f"  {word:<{KEY_CELLS}} {FINDING_MEANING[kind]}")
+            lines += _entry(key_text(spec, keys), what, width, key_cells)
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +168,7 @@ DEFAULT_KEYS: Final = {
     "board": "b",
     "help": "?",
     "quit": "q",
+    "hidden-rows": "v",
 }
 HELP_TEXT: Final = help_text(DEFAULT_KEYS)
 
@@ -138,5 +190,21 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(Content(help_text(self.keys)))
+            yield HelpText(self.keys)
         yield Footer(compact=True)  # its own keys, not the tab's
+
+
+class HelpText(Static):
+    """The help, wrapped at its own width (again on every resize: a scrollbar coming or
+    going changes it), so no phrase breaks to column 0."""
+
+    def __init__(self, keys: Mapping[str, str]) -> None:
+        super().__init__(Content(help_text(keys)))
+        self.keys = keys
+        self._width = 100
+
+    def on_resize(self) -> None:
+        width = max(30, self.size.width)
+        if width != self._width:
+            self._width = width
+            self.update(Content(help_text(self.keys, width)))
