@@ -234,20 +234,30 @@ def checked_keymap(
     return accepted, problems
 
 
-def remembered_theme(env: Mapping[str, str] | None = None) -> str | None:
+def remembered_theme(
+    config_theme: str | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
+    """The theme last chosen in the palette, unless the config file's ``theme`` was
+    changed since (then the file's new choice wins)."""
     try:
-        text = (state_dir(env) / "theme").read_text(encoding="utf-8").strip()
+        text = (state_dir(env) / "theme").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return text or None
+    chosen, _, over = text.partition("\n")
+    if over.strip() != (config_theme or ""):
+        return None  # the config file names another theme now
+    return chosen.strip() or None
 
 
-def remember_theme(theme: str, env: Mapping[str, str] | None = None) -> str | None:
-    """Keep the palette's theme for the next start; a sentence if it could not be saved."""
+def remember_theme(
+    theme: str, config_theme: str | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
+    """Keep the palette's theme for the next start, with the config file's ``theme`` it
+    was chosen over; a sentence if it could not be saved."""
     directory = state_dir(env)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "theme").write_text(theme + "\n", encoding="utf-8")
+        (directory / "theme").write_text(f"{theme}\n{config_theme or ''}\n", encoding="utf-8")
     except OSError as error:
         return f"The theme could not be remembered in {directory} ({error.strerror})."
     return None

@@ -152,10 +152,18 @@ def test_the_command_line_overrides_the_config_file(tmp_path):
 
 def test_the_theme_is_remembered_in_the_state_directory(tmp_path):
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
-    assert remembered_theme(env) is None
-    assert remember_theme("nord", env) is None
-    assert remembered_theme(env) == "nord"
-    assert (tmp_path / "state" / "termal-tui" / "theme").read_text() == "nord\n"
+    assert remembered_theme(env=env) is None
+    assert remember_theme("nord", env=env) is None
+    assert remembered_theme(env=env) == "nord"
+    assert (tmp_path / "state" / "termal-tui" / "theme").read_text() == "nord\n\n"
+    # Chosen over the config file's gruvbox: kept while the file still says gruvbox,
+    # and the file wins once it names another theme.
+    assert remember_theme("nord", "gruvbox", env=env) is None
+    assert remembered_theme("gruvbox", env=env) == "nord"
+    assert remembered_theme("dracula", env=env) is None
+    # A file from before (one line, no config theme) still reads.
+    (tmp_path / "state" / "termal-tui" / "theme").write_text("nord\n")
+    assert remembered_theme(env=env) == "nord"
 
 
 # ------------------------------------------------------------------ attention

@@ -500,17 +500,25 @@ async def test_a_broken_config_never_stops_the_viewer(demo, xdg):
 
 async def test_the_theme_chosen_is_kept_across_restarts(demo, xdg):
     write_config(xdg, 'theme = "nord"\n')
+    state = xdg / "xdg_state_home" / "termal-tui" / "theme"
     app = app_for(demo, config=load_config())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         assert app.theme == "nord"
+        assert not state.exists()  # the config's own theme is not a choice to remember
         app.theme = "gruvbox"  # what the palette's Theme command does
         await pilot.pause()
-    assert (xdg / "xdg_state_home" / "termal-tui" / "theme").read_text() == "gruvbox\n"
+    assert state.read_text() == "gruvbox\nnord\n"
     again = app_for(demo, config=load_config())
     async with again.run_test(size=(80, 24)) as pilot:
         await settle(again, pilot)
         assert again.theme == "gruvbox"
+    write_config(xdg, 'theme = "dracula"\n')  # the file changed since: it wins
+    third = app_for(demo, config=load_config())
+    async with third.run_test(size=(80, 24)) as pilot:
+        await settle(third, pilot)
+        assert third.theme == "dracula"
+        assert state.read_text() == "gruvbox\nnord\n"  # nothing new was chosen
 
 
 # ------------------------------------------------------------- 9. attention

@@ -107,6 +107,7 @@ class MailboxApp(App[None]):
         self._pane_counter = 0
         self._retry_timer: Timer | None = None
         self._focused = True  # AppBlur/AppFocus: attention signals only while away
+        self._theme_at_start = ""  # the theme set from the config at start (not a choice)
         self._watch: Watch | None = None
         self.keymap_applied: dict[str, str] = {}
         self.sub_title = self._subtitle()
@@ -154,12 +155,15 @@ class MailboxApp(App[None]):
         from termal_tui.viewer_config import checked_keymap, remembered_theme
 
         problems = list(config.problems)
-        theme = remembered_theme() or config.theme
+        theme = remembered_theme(config.theme) or config.theme
         if theme:
             if theme in self.available_themes:
                 self.theme = theme
             else:
                 problems.append(f"There is no theme {theme!r}; the default theme stays.")
+        # Only a theme chosen from now on is remembered (the signal for the one just
+        # set may still be on its way: the theme is compared when it arrives).
+        self._theme_at_start = self.theme
         self.theme_changed_signal.subscribe(self, self._theme_chosen)
         if config.keys:
             keymap, key_problems = checked_keymap(config.keys, self.binding_ids())
@@ -194,7 +198,10 @@ class MailboxApp(App[None]):
     def _theme_chosen(self, theme: object) -> None:
         from termal_tui.viewer_config import remember_theme
 
-        problem = remember_theme(self.theme)
+        if self.theme == self._theme_at_start:
+            return  # the config's own theme (or the last remembered), not a new choice
+        self._theme_at_start = self.theme
+        problem = remember_theme(self.theme, self.config.theme if self.config else None)
         if problem:
             self.notify(problem, severity="warning", markup=False)
 
