@@ -179,6 +179,25 @@ class ThreadModel:
             return []
         return lagging_participants(self.summary, self.latest_sequence)
 
+    def waits_on(self, participant: MailboxParticipant) -> bool:
+        """Whether a row addressed to ``participant`` may lie above its cursor: a loaded
+        one does, or rows above the cursor are not loaded (a gap, older pages), so it
+        cannot be ruled out. A cursor below the latest row over nothing but the
+        participant's own rows waits on nothing (its chip says so)."""
+        cursor = participant.processed_through
+        if cursor >= self.latest_sequence:
+            return False
+        for item in (*self.pending, *self.items):
+            if isinstance(item, MailboxMessage):
+                if item.sequence <= cursor:
+                    return False
+                if item.target_session_id == participant.session_id:
+                    return True
+            elif isinstance(item, Gap) and item.newer - 1 > max(cursor, item.older):
+                return True  # rows above the cursor not read yet
+        oldest = self.oldest_sequence  # every loaded row is above the cursor
+        return self.has_older and (oldest is None or oldest - 1 > cursor)
+
     def dividers(self) -> dict[str, list[MailboxParticipant]]:
         """Item key → lagging participants whose cursor stands just above that item.
 

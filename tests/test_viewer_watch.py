@@ -572,3 +572,68 @@ async def test_help_wraps_under_its_text_at_every_size_and_names_every_marker(de
         for words in ("v ", "control-plane rows hidden", "departed", "not decided yet"):
             assert words in text, words
         assert "(queuedBehindActiveTurn)" in text
+
+
+# ------------------------------------------------------------------ chips
+
+
+async def test_a_chip_warns_only_for_a_participant_that_rows_wait_on(demo):
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_between(app, "backend", "reviewer"))
+        await settle(app, pilot)
+        view = app.active_view()
+        bar = str(view.query_one("#participants", Static).render())
+        # Both cursors stand at #1 of 2; only #2 (to backend) is unread.
+        assert "● backend 1/2" in bar and "✓ reviewer 1/2" in bar, bar
+        model = view.model
+        backend, reviewer = (
+            next(p for p in model.summary.participants if p.display_name == name)
+            for name in ("backend", "reviewer")
+        )
+        assert model.waits_on(backend) and not model.waits_on(reviewer)
+        app.open_mailbox(mailbox_between(app, "planner", "backend"))
+        await settle(app, pilot)
+        # 140 rows, 50 loaded: planner at #120 has unread rows loaded above it; backend
+        # at #96 too. Both wait.
+        bar = str(app.active_view().query_one("#participants", Static).render())
+        assert "● planner 120/140" in bar and "● backend 96/140" in bar, bar
+
+
+def test_rows_above_a_cursor_not_loaded_yet_count_as_waiting():
+    from termal_tui.models import MailboxMessage
+    from termal_tui.thread import ThreadModel
+
+    def row(sequence: int, target: str) -> MailboxMessage:
+        sender = "b" if target == "a" else "a"
+        return MailboxMessage(
+            id=f"m-{sequence}",
+            mailbox_id="mailbox-1",
+            sequence=sequence,
+            sender_session_id=sender,
+            sender_name=sender,
+            target_session_id=target,
+            target_name=target,
+            created_at="2026-11-30T11:00:00+00:00",
+            body=f"Row {sequence}.",
+            notification_state="deliveredToIdleSession",
+        )
+
+    a = MailboxParticipant(session_id="a", display_name="a", processed_through=10)
+    b = MailboxParticipant(session_id="b", display_name="b", processed_through=95)
+    summary = MailboxSummary(
+        id="mailbox-1", participants=[a, b], latest_sequence=100, unread_count=0
+    )
+    model = ThreadModel()
+    # Rows 96–100 all from b to a... except none to b: b waits on nothing loaded, and
+    # nothing above its cursor is unloaded.
+    model.load_first(summary, [row(n, "a") for n in range(100, 95, -1)], has_older=True)
+    assert not model.waits_on(b)
+    # a's cursor (#10) is below the loaded rows: rows 11–95 are not loaded; and loaded
+    # rows to a stand above it anyway.
+    assert model.waits_on(a)
+    only_mine = ThreadModel()
+    only_mine.load_first(summary, [row(n, "b") for n in range(100, 95, -1)], has_older=True)
+    assert only_mine.waits_on(b)  # #96–#100 are addressed to b, above #95
+    assert only_mine.waits_on(a)  # nothing loaded to a, but #11–#95 are not read yet

@@ -6,6 +6,7 @@ Every string from the database reaches the screen through :func:`line` or :func:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
@@ -92,7 +93,7 @@ def card(
     meta = Content.styled(meta_text, "$foreground 65%")
     head = Content.assemble(badge, "  ", line(title, "bold", max(6, min(60, names_room))), meta)
     preview_text = (
-        summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence}"
+        summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence:,}"
     )
     if not problem:
         return Content("\n").join([head, line(preview_text, "", room)])
@@ -114,8 +115,13 @@ def _badge(summary: MailboxSummary, problem: str | None, behind: str) -> Content
     return Content.styled(f"{UNREAD_GLYPH} {counted} unread", "bold $warning")
 
 
-def participant_chip(participant: MailboxParticipant, latest: int) -> Content:
-    caught_up = participant.processed_through >= latest
+def participant_chip(
+    participant: MailboxParticipant, latest: int, waiting: bool | None = None
+) -> Content:
+    """``● backend 96/140`` (warning: rows wait for it) or ``✓ reviewer 1/2`` (its cursor
+    is below the latest row, but nothing above it is addressed to it). ``waiting``:
+    what the thread knows; None: any cursor below the latest row counts."""
+    caught_up = participant.processed_through >= latest if waiting is None else not waiting
     glyph, style = (PROCESSED_GLYPH, "$success") if caught_up else (UNREAD_GLYPH, "$warning")
     chip = Content.assemble(
         Content.styled(glyph, style),
@@ -128,13 +134,21 @@ def participant_chip(participant: MailboxParticipant, latest: int) -> Content:
     return chip
 
 
-def participants_bar(summary: MailboxSummary, latest: int | None = None) -> Content:
-    """Each participant's cursor against the latest sequence (never shown above it)."""
+def participants_bar(
+    summary: MailboxSummary,
+    latest: int | None = None,
+    waits_on: Callable[[MailboxParticipant], bool] | None = None,
+) -> Content:
+    """Each participant's cursor against the latest sequence (never shown above it);
+    ``waits_on``: whether rows wait for a participant (see ``ThreadModel.waits_on``)."""
     top = max(
         [summary.latest_sequence if latest is None else latest]
         + [p.processed_through for p in summary.participants]
     )
-    return Content("   ").join(participant_chip(p, top) for p in summary.participants)
+    return Content("   ").join(
+        participant_chip(p, top, waits_on(p) if waits_on is not None else None)
+        for p in summary.participants
+    )
 
 
 def divider_line(participant: MailboxParticipant) -> Content:
@@ -164,7 +178,7 @@ def start_marker() -> Content:
 
 def unreadable_row(message: MailboxMessage) -> Content:
     """A row another program wrote that cannot be shown as a message, marked in its place."""
-    where = f"#{message.sequence}" if message.sequence >= 0 else "without a sequence"
+    where = f"#{message.sequence:,}" if message.sequence >= 0 else "without a sequence"
     return Content.assemble(
         Content.styled(f"⚠ unreadable row {where}", "bold $error"),
         "  ",
@@ -335,7 +349,8 @@ def _details(
     if hidden:
         out.append(
             Content.styled(
-                f"     … {hidden} more lines — press f for the full body", "italic $accent"
+                f"     … {hidden:,} more line{'s' if hidden != 1 else ''} — press f for the full body",
+                "italic $accent",
             )
         )
     return out

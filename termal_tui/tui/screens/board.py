@@ -427,7 +427,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
         header.refreshed = self.clock().strftime("%H:%M:%S")
         count = len(self.generations or {})
         noun = "project" if count == 1 else "projects"
-        header.detail = f"{count} {noun} · {visible_line(self.db_path.name, 60)}"
+        header.detail = f"{count:,} {noun} · {visible_line(self.db_path.name, 60)}"
 
     def _show_scopes(self, scopes: list[BoardScope], selected: str | None) -> None:
         changed = scopes != self.scopes

@@ -721,12 +721,12 @@ class MailboxView(WorkerFailures, Vertical):
             self.highlight_sequence(event.sequence)
         elif 1 <= event.sequence < event.next_sequence:
             self.notify(
-                f"#{event.sequence} is a control-plane row (a structured review result) that "
+                f"#{event.sequence:,} is a control-plane row (a structured review result) that "
                 "this view hides.",
                 markup=False,
             )
         else:
-            self.notify(f"There is no message #{event.sequence} in this mailbox.", markup=False)
+            self.notify(f"There is no message #{event.sequence:,} in this mailbox.", markup=False)
         self._update_chrome()
 
     @on(GapLoaded)
@@ -980,7 +980,9 @@ class MailboxView(WorkerFailures, Vertical):
         header.loaded = self.model.loaded
         header.latest = self.model.latest_sequence
         if self.model.summary is not None:
-            bar = participants_bar(self.model.summary, self.model.latest_sequence)
+            bar = participants_bar(
+                self.model.summary, self.model.latest_sequence, self.model.waits_on
+            )
             if bar != self._bar:  # an update re-lays the screen out: only on change
                 self._bar = bar
                 self.query_one("#participants", Static).update(bar)
