@@ -637,3 +637,42 @@ def test_rows_above_a_cursor_not_loaded_yet_count_as_waiting():
     only_mine.load_first(summary, [row(n, "b") for n in range(100, 95, -1)], has_older=True)
     assert only_mine.waits_on(b)  # #96–#100 are addressed to b, above #95
     assert only_mine.waits_on(a)  # nothing loaded to a, but #11–#95 are not read yet
+
+
+async def test_card_palette_and_tab_say_one_latest_number(demo):
+    from termal_tui.tui.commands import MailboxCommands
+    from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        mailbox = mailbox_between(app, "planner", "review-child")  # #2: a review result
+        on_card = card_text(app, mailbox)
+        app.open_mailbox(mailbox)
+        await settle(app, pilot)
+        latest = app.query_one(ThreadHeader).latest
+        assert latest == 2
+        assert f"#{latest:,} · " in on_card, on_card
+        helps = [h for name, _, h in MailboxCommands(app.screen)._commands() if mailbox in name]
+        assert helps and f"latest #{latest:,}" in helps[0]
+
+
+async def test_v_shows_a_review_result_read_first_and_the_stored_json_below(demo):
+    from textual.widgets import TextArea
+
+    from termal_tui.tui.screens.body import BodyScreen
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(mailbox_between(app, "planner", "review-child"))
+        await settle(app, pilot)
+        await pilot.press("v")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BodyScreen)
+        text = app.screen.query_one(TextArea).text
+        head, _, stored = text.partition("\n\n— as stored (JSON) —\n")
+        assert stored.lstrip().startswith("{") and head and not head.startswith("{")
+        assert ": " in head.splitlines()[0]  # "status: summary"
+        title = str(app.screen.query_one("#body-title", Static).render())
+        assert title.startswith("Review result #2")

@@ -22,6 +22,7 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
+from termal_tui.thread import latest_shown
 from termal_tui.vocabulary import (
     absolute_time,
     outcome_words,
@@ -79,10 +80,10 @@ def card(
     behind = behind_words(summary) if summary.unread_count else ""
     full_meta = "  " + " · ".join(
         part
-        for part in (f"#{summary.latest_sequence:,}", visible_line(when), short_id(summary.id))
+        for part in (f"#{latest_shown(summary):,}", visible_line(when), short_id(summary.id))
         if part
     )
-    short_meta = f"  #{summary.latest_sequence:,} · {short_id(summary.id)}"
+    short_meta = f"  #{latest_shown(summary):,} · {short_id(summary.id)}"
     wanted = min(len(title), 16)
     choices = [(behind, full_meta), (behind, short_meta), ("", short_meta)]
     for named, meta_text in choices:
@@ -196,6 +197,20 @@ def review_envelope(message: MailboxMessage) -> ReviewEnvelope | None:
         return parse_envelope(message.body)
     except ValueError:  # pydantic's ValidationError is one
         return None
+
+
+def review_lines(envelope: ReviewEnvelope) -> list[str]:
+    """A review result read as a person would: the status and summary, each finding
+    (``[High] store.py:12 message``), each command run. Untrusted: the caller makes each
+    line visible (``line``/``visible``)."""
+    lines = [f"{envelope.status}: {envelope.summary}"]
+    for finding in envelope.findings:
+        where = finding.file or ""
+        if finding.line is not None:
+            where += f":{finding.line}"
+        lines.append(f"[{finding.severity}] {where} {finding.message}".replace("  ", " "))
+    lines.extend(f"$ {command.command} → {command.status}" for command in envelope.commands_run)
+    return lines
 
 
 def _finding_counts(envelope: ReviewEnvelope) -> str:
@@ -324,19 +339,9 @@ def _details(
     out = [_detail(name, value, width) for name, value in fields]
     if envelope is not None:
         out.append(Content.styled("   Review result", "$foreground 65%"))
-        out.append(Content("     ") + line(f"{envelope.status}: {envelope.summary}", "bold", 300))
-        for finding in envelope.findings:
-            where = finding.file or ""
-            if finding.line is not None:
-                where += f":{finding.line}"
-            out.append(
-                Content("     ")
-                + line(
-                    f"[{finding.severity}] {where} {finding.message}".replace("  ", " "), "", 300
-                )
-            )
-        for command in envelope.commands_run:
-            out.append(Content("     ") + line(f"$ {command.command} → {command.status}", "", 300))
+        head, *rest = review_lines(envelope)
+        out.append(Content("     ") + line(head, "bold", 300))
+        out.extend(Content("     ") + line(text, "", 300) for text in rest)
         return out
     body, hidden = cap_lines(visible(message.body), max(3, body_lines))
     out.append(Content.styled("   Body", "$foreground 65%"))

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Static, TextArea
 
 from termal_tui.models import MailboxMessage
 from termal_tui.sanitize import visible, visible_line
+from termal_tui.tui.render import review_envelope, review_lines
 
 
 class BodyScreen(ModalScreen[None]):
@@ -42,9 +43,15 @@ class BodyScreen(ModalScreen[None]):
             f"#{message.sequence:,}  {visible_line(message.sender_name)} → "
             f"{visible_line(message.target_name)}  ·  {len(message.body.encode()):,} bytes"
         )
+        text = visible(message.body)
+        envelope = review_envelope(message)
+        if envelope is not None:  # a review result: read first, the stored JSON below it
+            title = f"Review result {title}"
+            read = "\n".join(visible_line(part) for part in review_lines(envelope))
+            text = f"{read}\n\n— as stored (JSON) —\n{text}"
         with Vertical():
             yield Static(Content(title), id="body-title")
-            yield TextArea(visible(message.body), read_only=True, soft_wrap=True, id="full-body")
+            yield TextArea(text, read_only=True, soft_wrap=True, id="full-body")
         yield Footer(compact=True)
 
     @property

@@ -317,8 +317,10 @@ class MailboxView(WorkerFailures, Vertical):
             return self.model.has_older
         if action == "show_new":
             return bool(self.model.pending)
-        if action == "full_body":
+        if action in ("full_body", "copy_body", "copy_id"):
             return self.highlighted_message() is not None
+        if action in ("export", "search", "hidden_rows"):
+            return bool(self.model.by_id)  # nothing read (yet, or the file went): none
         return True
 
     def action_older(self) -> None:
@@ -1010,6 +1012,7 @@ class MailboxView(WorkerFailures, Vertical):
         offered = (
             self.model.has_older,
             bool(self.model.pending),
+            bool(self.model.by_id),
             type(item).__name__,  # a message expands, a gap loads rows, the marker neither
         )
         if offered != self._offered:
