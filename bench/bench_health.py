@@ -1,7 +1,9 @@
 """Health and search benchmark (medians; the plain-sqlite3 unread scan is the baseline).
 
-- health report over the 10,000-mailbox index and over the 1,000,000-message mailbox,
-  beside the bare grouped unread query it is built on, run through plain sqlite3;
+- health report over the 10,000- and 100,000-mailbox indexes and over the
+  1,000,000-message mailbox, beside the bare grouped unread query it is built on, run
+  through plain sqlite3;
+- the index's health markers for its first page of cards (100) of 100,000 mailboxes;
 - search in the 1,000,000-message mailbox: time to the first hit and to a full scan.
 
 Run: python bench/bench_health.py
@@ -40,6 +42,18 @@ async def health_ms(path: Path, repeat: int = 5) -> tuple[float, float, int]:
     return statistics.median(ours), statistics.median(floor), len(report.findings)
 
 
+async def markers_ms(path: Path, repeat: int = 5) -> float:
+    """The index's markers pass: findings for its first page of cards only."""
+    times = []
+    async with open_reader(path) as reader:
+        ids = [summary.id for summary in await reader.list_mailboxes(limit=100)]
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            await health_report(reader, mailbox_ids=ids)
+            times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
 async def search_ms(path: Path, needle: str) -> tuple[float | None, float, int]:
     async with open_reader(path) as reader:
         start = time.perf_counter()
@@ -56,15 +70,23 @@ async def search_ms(path: Path, needle: str) -> tuple[float | None, float, int]:
 
 
 async def main() -> None:
-    big, index = big_mailbox_db(), index_db()
+    big, index, huge = big_mailbox_db(), index_db(), index_db(100_000)
     print("| measurement | termal-tui | baseline (same run) | ratio |")
     print("|---|---|---|---|")
-    for label, path in (("10,000 mailboxes", index), ("1 mailbox of 1,000,000 messages", big)):
-        ours, floor, findings = await health_ms(path)
+    for label, path, repeat in (
+        ("10,000 mailboxes", index, 5),
+        ("100,000 mailboxes", huge, 3),
+        ("1 mailbox of 1,000,000 messages", big, 5),
+    ):
+        ours, floor, findings = await health_ms(path, repeat)
         print(
             f"| health report, {label} ({findings:,} findings) | {ours:.0f} ms | "
             f"{floor:.0f} ms (the grouped unread scan, plain sqlite3) | {ours / floor:.2f}x |"
         )
+    print(
+        f"| health markers for the index's first 100 cards of 100,000 mailboxes | "
+        f"{await markers_ms(huge):.0f} ms | | |"
+    )
     for needle, where in (("step 999990", "near the newest rows"), ("step 10:", "near the oldest")):
         first, full, found = await search_ms(big, needle)
         first_text = f"{first:.0f} ms" if first is not None else "no hit"
