@@ -676,3 +676,37 @@ async def test_v_shows_a_review_result_read_first_and_the_stored_json_below(demo
         assert ": " in head.splitlines()[0]  # "status: summary"
         title = str(app.screen.query_one("#body-title", Static).render())
         assert title.startswith("Review result #2")
+
+
+# ----------------------------------------------------------- start-up header
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.3])
+async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races_layout(
+    demo, delay, monkeypatch
+):
+    """The first page may arrive before the view is laid out (kept, drawn once at the
+    real width) or long after: either way the header ends up counting the rows shown,
+    never ``0 of latest``."""
+    from termal_tui.store.reader import MailboxReader
+    from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+
+    original = MailboxReader.read_page
+
+    async def slow(self, *args, **kwargs):
+        await asyncio.sleep(delay)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(MailboxReader, "read_page", slow)
+    async with open_reader(demo) as reader:
+        thread = next(s.id for s in await reader.list_mailboxes() if s.latest_sequence == 140)
+    app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, mailbox_id=thread))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(lambda: app.active_view() is not None)
+        header = app.query_one(ThreadHeader)
+        await wait_for(lambda: header.loaded > 0)
+        await settle(app, pilot)
+        await asyncio.sleep(0.3)  # three polls later
+        assert header.loaded == 50 and header.latest == 140
+        assert "50 of latest #140 loaded" in screen_text(app)
+        assert "0 of latest" not in screen_text(app).replace("50 of latest", "")
