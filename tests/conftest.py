@@ -25,3 +25,20 @@ def db_path(tmp_path: Path) -> Path:
 async def writer(db_path: Path) -> AsyncIterator[MailboxWriter]:
     async with open_writer(db_path, clock=StepClock(), new_id=counter_ids()) as w:
         yield w
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A fresh copy of the demo database (built through the writer once per run)."""
+    from tests.viewer_support import demo_copy
+
+    return demo_copy(tmp_path / "demo")
+
+
+@pytest.fixture
+def xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own XDG directories (never the user's config, state or data)."""
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.delenv("TMUX", raising=False)
+    return tmp_path

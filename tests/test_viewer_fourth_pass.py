@@ -22,7 +22,6 @@ from termal_tui.tui.widgets.mailbox_view import MailboxView, clipboard_note
 from termal_tui.viewer_config import load_config
 from tests.viewer_support import (
     app_for,
-    demo_copy,
     mailbox_between,
     screen_lines,
     screen_text,
@@ -33,18 +32,8 @@ from tests.viewer_support import (
 BIG = "mailbox-00000000-0000-4000-8000-00000000beef"
 
 
-@pytest.fixture
-def demo(tmp_path) -> Path:
-    return demo_copy(tmp_path / "demo")
-
-
-@pytest.fixture(autouse=True)
-def xdg(tmp_path, monkeypatch) -> Path:
-    """Every test reads and writes its own XDG directories (never the user's)."""
-    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("TMUX", raising=False)
-    return tmp_path
+# Every test reads and writes its own XDG directories (never the user's).
+pytestmark = pytest.mark.usefixtures("xdg")
 
 
 def write_config(tmp_path: Path, text: str) -> None:

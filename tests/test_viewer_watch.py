@@ -14,7 +14,6 @@ from textual.widgets import Input, OptionList, Static
 
 from termal_tui.models import MailboxParticipant, MailboxSummary
 from termal_tui.presentation import behind_words
-from termal_tui.store import open_writer
 from termal_tui.store.reader import open_reader
 from termal_tui.tui.app import MailboxApp, make_app
 from termal_tui.tui.render import card
@@ -25,28 +24,18 @@ from termal_tui.tui.widgets.mailbox_view import MailboxView
 from termal_tui.vocabulary import Ages
 from tests.viewer_support import (
     FIXED_NOW,
-    demo_copy,
     mailbox_between,
     many_mailboxes,
+    press,
     screen_text,
+    send,
     settle,
     wait_for,
     without_animation,
 )
 
-
-@pytest.fixture
-def demo(tmp_path) -> Path:
-    return demo_copy(tmp_path / "demo")
-
-
-@pytest.fixture(autouse=True)
-def xdg(tmp_path, monkeypatch) -> Path:
-    """Every test reads and writes its own XDG directories (never the user's)."""
-    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("TMUX", raising=False)
-    return tmp_path
+# Every test reads and writes its own XDG directories (never the user's).
+pytestmark = pytest.mark.usefixtures("xdg")
 
 
 class Clock:
@@ -61,6 +50,12 @@ class Clock:
 
 def clocked_app(path: Path, clock: Clock, interval: float = 0.0) -> MailboxApp:
     return without_animation(make_app(path, clock=clock, poll_interval=interval))
+
+
+async def opened(app: MailboxApp, pilot: object, *names: str) -> None:
+    """The tab of the mailbox between ``names`` opened and read."""
+    app.open_mailbox(mailbox_between(app, *names))
+    await settle(app, pilot)
 
 
 def index_of(app: MailboxApp) -> MailboxIndex:
@@ -231,15 +226,7 @@ async def test_an_idle_index_poll_reads_no_page_and_a_commit_is_seen(demo):
         index.reader.data_version = counting_version  # type: ignore[method-assign,union-attr]
         await wait_for(lambda: versions >= 4)  # four polls, waited out
         assert pages == 0
-        async with open_writer(demo) as writer:
-            await writer.append(
-                sender_session_id="session-2",
-                sender_name="backend",
-                target_session_id="session-1",
-                target_name="planner",
-                body="Step 141 is in.",
-                idempotency_key="watch-141",
-            )
+        await send(demo, "Step 141 is in.", "watch-141")
         thread = mailbox_between(app, "planner", "backend")
         await wait_for(lambda: "backend 22 · planner 11 unread" in card_text(app, thread))
         assert pages >= 1
@@ -251,15 +238,7 @@ async def test_data_version_moves_only_when_another_connection_commits(demo):
         first = await reader.data_version()
         await reader.list_mailboxes()
         assert await reader.data_version() == first  # reading is not a change
-        async with open_writer(demo) as writer:
-            await writer.append(
-                sender_session_id="session-2",
-                sender_name="backend",
-                target_session_id="session-1",
-                target_name="planner",
-                body="A change.",
-                idempotency_key="watch-version",
-            )
+        await send(demo, "A change.", "watch-version")
         assert await reader.data_version() != first
 
 
@@ -373,8 +352,7 @@ async def test_health_rows_fit_the_width_with_both_lines(demo, size):
     app = clocked_app(demo, Clock())
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
-        await pilot.press("h")
-        await settle(app, pilot)
+        await press(app, pilot, "h")
         assert isinstance(app.screen, HealthScreen)
         findings = app.screen.query_one("#findings", OptionList)
         usable = findings.size.width - findings.styles.scrollbar_size_vertical - 2
@@ -395,8 +373,7 @@ async def test_a_stale_reason_is_shown_whole_on_a_narrow_terminal(demo, width):
     app = clocked_app(demo, Clock(), interval=0.2)
     async with app.run_test(size=(width, 24)) as pilot:
         await settle(app, pilot)
-        app.open_mailbox(mailbox_between(app, "planner", "backend"))
-        await settle(app, pilot)
+        await opened(app, pilot, "planner", "backend")
         for suffix in ("", "-wal", "-shm"):
             source = Path(f"{demo}{suffix}")
             if source.exists():
@@ -420,8 +397,7 @@ async def test_the_health_view_lists_the_worst_and_says_how_many_more(tmp_path):
     app = clocked_app(path, Clock())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("h")
-        await settle(app, pilot)
+        await press(app, pilot, "h")
         assert isinstance(app.screen, HealthScreen)
         findings = app.screen.query_one("#findings", OptionList)
         assert len(app.screen.report.findings) == 4 * count
@@ -440,8 +416,7 @@ async def test_a_slow_health_pass_spaces_out_the_next_ones(demo, monkeypatch):
     app = clocked_app(demo, Clock(), interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("h")
-        await settle(app, pilot)
+        await press(app, pilot, "h")
         screen = app.screen
         assert isinstance(screen, health_screen.HealthScreen)
         passes = 0
@@ -488,15 +463,7 @@ async def test_title_and_attention_follow_every_mailbox_while_a_tab_is_shown(dem
         driver.write = lambda data: (written.append(data), original(data))[1]  # type: ignore[method-assign]
         app.post_message(events.AppBlur())
         await pilot.pause()
-        async with open_writer(demo) as writer:
-            await writer.append(
-                sender_session_id="session-2",
-                sender_name="backend",
-                target_session_id="session-1",
-                target_name="planner",
-                body="Arrived in another mailbox.",
-                idempotency_key="watch-away",
-            )
+        await send(demo, "Arrived in another mailbox.", "watch-away")
         await wait_for(lambda: any("43 unread" in w for w in written if w.startswith("\x1b]2;")))
         await wait_for(lambda: "\a" in written)
         assert app.active_view() is not None  # nobody went back to the index
@@ -511,10 +478,8 @@ async def test_end_highlights_the_oldest_row_and_the_footer_offers_its_keys(demo
     app = clocked_app(demo, Clock())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        app.open_mailbox(mailbox_between(app, "planner", "backend"))
-        await settle(app, pilot)
-        await pilot.press("end")
-        await settle(app, pilot)
+        await opened(app, pilot, "planner", "backend")
+        await press(app, pilot, "end")
         view = app.active_view()
         assert view is not None
         assert view.highlighted_message() is not None
@@ -523,14 +488,11 @@ async def test_end_highlights_the_oldest_row_and_the_footer_offers_its_keys(demo
         assert "⏎ Expand" in footer and "f Body" in footer, footer
         assert "— start of mailbox —" in screen_text(app)
         for key in ("up", "home", "down"):
-            await pilot.press(key)
-            await settle(app, pilot)
+            await press(app, pilot, key)
             footer = screen_lines(app)[-1]
             assert "⏎ Expand" in footer and "f Body" in footer, (key, footer)
-        await pilot.press("end")
-        await settle(app, pilot)
-        await pilot.press("enter")  # the oldest row expands, and is brought into view
-        await settle(app, pilot)
+        await press(app, pilot, "end")
+        await press(app, pilot, "enter")  # the oldest row expands, into view
         text = screen_text(app)
         assert "Wake now" in text and "#1 " in text, text
 
@@ -545,8 +507,7 @@ async def test_help_wraps_under_its_text_at_every_size_and_names_every_marker(de
     app = clocked_app(demo, Clock())
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
-        await pilot.press("question_mark")
-        await settle(app, pilot)
+        await press(app, pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
         shown = app.screen.query_one(HelpText)
         width = shown.size.width
@@ -581,8 +542,7 @@ async def test_a_chip_warns_only_for_a_participant_that_rows_wait_on(demo):
     app = clocked_app(demo, Clock())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        app.open_mailbox(mailbox_between(app, "backend", "reviewer"))
-        await settle(app, pilot)
+        await opened(app, pilot, "backend", "reviewer")
         view = app.active_view()
         bar = str(view.query_one("#participants", Static).render())
         # Both cursors stand at #1 of 2; only #2 (to backend) is unread.
@@ -593,8 +553,7 @@ async def test_a_chip_warns_only_for_a_participant_that_rows_wait_on(demo):
             for name in ("backend", "reviewer")
         )
         assert model.waits_on(backend) and not model.waits_on(reviewer)
-        app.open_mailbox(mailbox_between(app, "planner", "backend"))
-        await settle(app, pilot)
+        await opened(app, pilot, "planner", "backend")
         # 140 rows, 50 loaded: planner at #120 has unread rows loaded above it; backend
         # at #96 too. Both wait.
         bar = str(app.active_view().query_one("#participants", Static).render())
@@ -665,10 +624,8 @@ async def test_v_shows_a_review_result_read_first_and_the_stored_json_below(demo
     app = clocked_app(demo, Clock())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        app.open_mailbox(mailbox_between(app, "planner", "review-child"))
-        await settle(app, pilot)
-        await pilot.press("v")
-        await settle(app, pilot)
+        await opened(app, pilot, "planner", "review-child")
+        await press(app, pilot, "v")
         assert isinstance(app.screen, BodyScreen)
         text = app.screen.query_one(TextArea).text
         head, _, stored = text.partition("\n\n— as stored (JSON) —\n")

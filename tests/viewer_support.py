@@ -91,6 +91,32 @@ async def settle(app: MailboxApp, pilot: object) -> None:
         await pilot.pause()  # type: ignore[attr-defined]
 
 
+async def press(app: MailboxApp, pilot: object, *keys: str) -> None:
+    """Press ``keys``, then :func:`settle` (what each key started has finished)."""
+    await pilot.press(*keys)  # type: ignore[attr-defined]
+    await settle(app, pilot)
+
+
+async def send(
+    path: Path,
+    body: str,
+    key: str,
+    *,
+    sender: tuple[str, str] = ("session-2", "backend"),
+    target: tuple[str, str] = ("session-1", "planner"),
+) -> None:
+    """One message appended by another writer (as another process would)."""
+    async with open_writer(path) as writer:
+        await writer.append(
+            sender_session_id=sender[0],
+            sender_name=sender[1],
+            target_session_id=target[0],
+            target_name=target[1],
+            body=body,
+            idempotency_key=key,
+        )
+
+
 async def wait_for(predicate: Callable[[], object], timeout: float = 5.0) -> None:
     """Until ``predicate()`` is true, checked every 20 ms; fails after ``timeout`` s.
 
