@@ -90,6 +90,16 @@ def _seconds(value: object) -> float | None:
     return number if number >= 0 and number == number and number != float("inf") else None
 
 
+def _shown(path: Path) -> str:
+    """``~/.config/termal-tui/config.toml``: short enough for a notification not to
+    break it across lines."""
+    home = Path.home()
+    try:
+        return "~/" + path.relative_to(home).as_posix() if path.is_relative_to(home) else str(path)
+    except (ValueError, RuntimeError):
+        return str(path)
+
+
 def load_config(env: Mapping[str, str] | None = None, path: Path | None = None) -> ViewerConfig:
     """The config file's settings; a missing file is all defaults and no problem."""
     path = config_path(env) if path is None else path
@@ -100,12 +110,12 @@ def load_config(env: Mapping[str, str] | None = None, path: Path | None = None) 
         return config
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or "it is not UTF-8 text"
-        config.problems.append(f"{path} could not be read ({reason}); using the defaults.")
+        config.problems.append(f"{_shown(path)} could not be read ({reason}); using the defaults.")
         return config
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        config.problems.append(f"{path} is not valid TOML ({error}); using the defaults.")
+        config.problems.append(f"{_shown(path)} is not valid TOML ({error}); using the defaults.")
         return config
     _apply(config, data)
     return config
