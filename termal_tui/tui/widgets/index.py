@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from termal_tui.health import Thresholds
 
 HEALTH_EVERY_SECONDS = 30.0
+HIDDEN_HEALTH_EVERY = 300.0  # markers while a tab is shown (the title's stuck count)
+HIDDEN_FACTOR = 20.0  # hidden, a read that took t seconds waits 20 t before the next
 AGE_EVERY = 10.0  # seconds between checks of the ages on the cards
 PAGE_CARDS = 100  # a page of cards: several screenfuls at 120x40
 MORE_WITHIN = 10
@@ -129,6 +131,8 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self._load_on_show = False
         self.ages = Ages()  # the age each card was drawn with
         self._version = -1  # PRAGMA data_version at the last read of the pages
+        self._read_at = -1e9  # when the pages were last read, and how long it took
+        self._read_took = 0.0
         self._version_of: MailboxReader | None = None
         self._age_timer: Timer | None = None
 
@@ -277,20 +281,30 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
         A poll (``force`` false) first asks SQLite whether anything was committed since
         the last read (``PRAGMA data_version``): when nothing was, no page is read
-        again; the status time and the ages move on, and the markers when due."""
+        again; the status time and the ages move on, and the markers when due. Hidden
+        (a tab is shown), the index still follows commits, for the terminal's title and
+        the attention signals, but reads its page at most every ``HIDDEN_FACTOR`` times
+        what the last read took, and its markers every ``HIDDEN_HEALTH_EVERY`` s."""
         if self.refreshing or self.reader is None:
             return
         self.refreshing = True
         limit = max(PAGE_CARDS, len(self.summaries))  # the pages loaded so far, again
         reader = self.reader
+        now = time.monotonic()
+        hidden = not self.visible_tab
         try:
             version = await reader.data_version()
             unchanged = not force and version == self._version and reader is self._version_of
+            if not unchanged and not force and hidden and reader is self._version_of:
+                # A commit, seen from behind a tab: not sooner than the read's cost allows.
+                unchanged = now - self._read_at < HIDDEN_FACTOR * self._read_took
             if not unchanged:
                 summaries = await reader.list_mailboxes(session_id=self.session_id, limit=limit)
+                self._read_at, self._read_took = time.monotonic(), time.monotonic() - now
         finally:
             self.refreshing = False
-        due = time.monotonic() - self._health_at >= HEALTH_EVERY_SECONDS
+        every = HIDDEN_HEALTH_EVERY if hidden else HEALTH_EVERY_SECONDS
+        due = time.monotonic() - self._health_at >= every
         if unchanged:
             self.post_message(IndexUnchanged())
             if due:
