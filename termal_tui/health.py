@@ -69,21 +69,23 @@ class Finding:
     def severity(self) -> int:
         return SEVERITY[self.kind]
 
-    def describe(self) -> str:
+    def describe(self, with_age: bool = True) -> str:
+        """One sentence; ``with_age`` false leaves the age out (a narrow row shows it
+        first, where a cut cannot take it)."""
         who = self.display_name
-        age = format_age(self.age_seconds)
+        age = f" (oldest {format_age(self.age_seconds)})" if with_age else ""
         if self.kind == "never-woken":
-            return f"{self.rows:,} unread for {who} never woken (oldest {age})"
+            return f"{self.rows:,} unread for {who} never woken{age}"
         if self.kind == "woken-unprocessed":
-            return f"{self.rows:,} woken for {who} but not processed (oldest {age})"
+            return f"{self.rows:,} woken for {who} but not processed{age}"
         if self.kind == "receiver-gone":
             return f"{self.rows:,} unread for {who}, who has left the mailbox"
         if self.kind == "no-notifier":
             return (
                 f"{self.rows:,} unread for {who}, and nothing is listening: no channel "
-                f"server, no hook run lately (oldest {age})"
+                f"server, no hook run lately{age}"
             )
-        return f"{who} lags: {self.unread_depth:,} unread, oldest {age}"
+        return f"{who} lags: {self.unread_depth:,} unread{age.replace(' (', ', ').rstrip(')')}"
 
     def to_json(self) -> dict[str, Any]:
         """camelCase like TermAl's wire JSON."""
@@ -138,14 +140,16 @@ class HealthReport:
 
 
 def format_age(seconds: float) -> str:
+    """``45 s``, ``3 min``, ``5 h``, ``2 d``: the units and steps of the viewer's
+    ``3 min ago`` (vocabulary.age_words), so the health view and the rows agree."""
     seconds = max(0, int(seconds))
-    if seconds < 120:
+    if seconds < 60:
         return f"{seconds} s"
-    if seconds < 7200:
+    if seconds < 3600:
         return f"{seconds // 60} min"
     if seconds < 172_800:
         return f"{seconds // 3600} h"
-    return f"{seconds // 86_400} d"
+    return f"{seconds // 86_400:,} d"
 
 
 # One grouped pass: per participant, its unread range and what state the rows are in.

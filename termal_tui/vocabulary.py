@@ -55,10 +55,13 @@ def outcome_words(outcome: str | None) -> str:
 
 
 def unread_at_append_words(depth: int) -> str:
-    if depth <= 0:
-        return "nothing else was unread for the receiver when it was sent (0)"
-    noun = "message" if depth == 1 else "messages"
-    return f"{depth:,} other {noun} unread for the receiver when it was sent ({depth:,})"
+    """TermAl's ``unread_depth_at_append``: the receiver's unread rows in the mailbox
+    when this one was appended, this one included (the writer counts ``COUNT(*) + 1``)."""
+    if depth <= 0:  # not a value TermAl writes: shown as stored
+        return f"not counted ({depth:,})"
+    if depth == 1:
+        return "only this one was unread for the receiver when it was sent (1)"
+    return f"{depth:,} unread for the receiver when it was sent, this one included ({depth:,})"
 
 
 def age_words(seconds: float) -> str:

@@ -66,8 +66,8 @@ def card(
     word from the health check, shown as a marker; ``now``: ages are relative to it;
     ``age``: the age text already worked out, see :class:`~termal_tui.vocabulary.Ages`).
     The badge says who is behind (``● backend 22 · planner 10 unread``). The first line
-    never wraps: the time gives way first, then who is behind (the total stays), then
-    the names."""
+    never wraps: the short id gives way first, then who is behind (the total stays),
+    then the age, then the names."""
     when = age or ""
     if summary.latest_message_at and age is None:
         when = (
@@ -83,9 +83,19 @@ def card(
         for part in (f"#{latest_shown(summary):,}", visible_line(when), short_id(summary.id))
         if part
     )
-    short_meta = f"  #{latest_shown(summary):,} · {short_id(summary.id)}"
+    number = f"#{latest_shown(summary):,}"
+    short_meta = f"  {number} · {short_id(summary.id)}"
+    aged_meta = f"  {number} · {visible_line(when)}" if when else short_meta
     wanted = min(len(title), 16)
-    choices = [(behind, full_meta), (behind, short_meta), ("", short_meta)]
+    # Narrower: the short id goes first, then who is behind (the total stays), then
+    # the age; the names keep at least 16 cells.
+    choices = [
+        (behind, full_meta),
+        (behind, aged_meta),
+        ("", full_meta),
+        ("", aged_meta),
+        ("", short_meta),
+    ]
     for named, meta_text in choices:
         badge = _badge(summary, problem, named)
         names_room = room - len(badge.plain) - 2 - len(meta_text)

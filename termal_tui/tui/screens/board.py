@@ -270,6 +270,11 @@ class BoardScreen(WorkerFailures, Screen[None]):
     def action_refresh(self) -> None:
         self.load(force=True)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_tombstones":  # nothing to show or hide: not offered
+            return self.show_tombstones or any(head.deleted for head in self.heads)
+        return True
+
     def action_toggle_tombstones(self) -> None:
         self.show_tombstones = not self.show_tombstones
         self._show_keys()
@@ -449,7 +454,10 @@ class BoardScreen(WorkerFailures, Screen[None]):
 
     def _set_heads(self, scope_id: str, generation: int, heads: list[BoardHead]) -> None:
         self.scope_id = scope_id
+        had = any(head.deleted for head in self.heads)
         self.heads = heads
+        if had != any(head.deleted for head in heads):
+            self.refresh_bindings()  # `t` is offered only with a tombstone to show
         self.heads_generation = generation
         self._show_keys()
 

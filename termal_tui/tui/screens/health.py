@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import NamedTuple
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -40,7 +41,8 @@ KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in he
 
 
 MAX_SHOWN = 500  # findings listed (ranked); a line says how many more there are
-SLOW_FACTOR = 10.0  # after a pass of t seconds, the next waits at least 10 t
+SLOW_FACTOR = 20.0  # after a pass of t seconds, the next waits at least 20 t
+CHECKING = " · checking…"
 LABEL_CELLS = 24  # the widest label and a space: the names line up at 80 columns and up
 
 
@@ -63,18 +65,28 @@ def finding_row(finding: Finding, width: int = 116) -> Content:
             Content.styled(f"  {where}", "$foreground 65%"),
         )
         second = Content("   ") + Content(visible_line(describe, max(10, width - 3)))
-    else:  # too narrow for both: the first row's number leads the second line (the
-        # sentence says how old it is)
+    else:  # too narrow for both: the first row's number and the age lead the second
+        # line (a cut cannot take them), the sentence follows without its age
         head = Content.assemble(
             Content.styled(padded, style),
             Content.styled(visible_line(names, max(6, width - len(padded))), "bold"),
         )
-        first = f"#{finding.first_sequence:,}"
+        first = f"#{finding.first_sequence:,} · {format_age(finding.age_seconds)}"
         second = Content.assemble(
             Content.styled(f"   {first} · ", "$foreground 65%"),
-            Content(visible_line(describe, max(10, width - 6 - len(first)))),
+            Content(
+                visible_line(finding.describe(with_age=False), max(10, width - 6 - len(first)))
+            ),
         )
     return Content("\n").join([head, second])
+
+
+class Counts(NamedTuple):
+    """What a report counted before it was cut to the findings listed."""
+
+    rows: int  # stuck unread rows, each once
+    mailboxes: int  # mailboxes with a finding
+    findings: int  # findings in all
 
 
 def _identity(finding: Finding) -> tuple[str, str, str]:
@@ -111,6 +123,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self._timer: Timer | None = None
         self._focused_once = False
         self._status: Content | None = None  # the status line of the last report
+        self._counts: Counts | None = None
         self._finished_at = -1e9
         self._took = 0.0  # seconds the last pass took
 
@@ -179,7 +192,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         if self.report is None or self._status is None:
             return
         self.query_one("#health-status", Static).update(
-            self._status + Content.styled(" · checking…", "$foreground 65%")
+            self._status + Content.styled(CHECKING, "$foreground 65%")
         )
 
     def _state(self, live: bool) -> Content:
@@ -207,8 +220,18 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         )
 
     def show(self, report: HealthReport) -> None:
+        """A new report: counted whole, then only the worst ``MAX_SHOWN`` findings are
+        kept (400,000 findings need not stay in memory for 500 rows)."""
+        counts = Counts(report.stuck_rows, len(report.by_mailbox()), len(report.findings))
+        listed = HealthReport(
+            findings=report.findings[:MAX_SHOWN], mailboxes=report.mailboxes, unread=report.unread
+        )
+        self.draw(listed, counts)
+
+    def draw(self, report: HealthReport, counts: Counts) -> None:
+        """The status line and the rows, at the width the screen has now."""
         previous = self.report
-        self.report = report
+        self.report, self._counts = report, counts
         status = self.query_one("#health-status", Static)
         findings = self.query_one("#findings", OptionList)
         # The highlighted finding stays highlighted across passes (by what it is about).
@@ -230,24 +253,27 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
             )
             self._status = None
             return
-        rows = report.stuck_rows
+        rows, stuck_in = counts.rows, counts.mailboxes
         plural = "s" if rows != 1 else ""
-        where = f"in {len(report.by_mailbox()):,} of {report.mailboxes:,} mailboxes"
-        line = Content.assemble(
-            self._state(live=True),
-            Content.styled(f" · {rows:,} stuck unread row{plural} {where}", "bold $warning"),
-        )
-        if line.cell_length > self.size.width - 2:  # narrow: one line still
-            line = Content.assemble(
-                self._state(live=True),
-                Content.styled(f" · {rows:,} stuck {where}", "bold $warning"),
-            )
+        room = self.size.width - 2
+        state = self._state(live=True)
+        line = state
+        for words in (
+            f" · {rows:,} stuck unread row{plural} in {stuck_in:,} of {report.mailboxes:,} "
+            "mailboxes",
+            f" · {rows:,} stuck in {stuck_in:,} of {report.mailboxes:,} mailboxes",
+            f" · {rows:,} stuck in {stuck_in:,} mailbox{'es' if stuck_in != 1 else ''}",
+        ):
+            line = state + Content.styled(words, "bold $warning")
+            if line.cell_length <= room - len(CHECKING):  # room for "· checking…" too
+                break
         hint = Content.styled(" · enter opens the first affected message", "$foreground 65%")
-        if line.cell_length + hint.cell_length <= self.size.width - 2:  # one line or none
+        if line.cell_length + hint.cell_length + len(CHECKING) <= room:
             line += hint
         self._status = line
         status.update(line)
-        shown = report.findings[:MAX_SHOWN]
+        shown = report.findings
+        left = counts.findings - len(shown)
         with self.app.batch_update():
             findings.clear_options()
             width = self._row_width()
@@ -255,8 +281,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
                 Option(finding_row(finding, width), id=f"finding-{index}")
                 for index, finding in enumerate(shown)
             )
-            left = len(report.findings) - len(shown)
-            if left:  # the worst are listed; the rest are a command away
+            if left:  # the worst are listed; the rest are a command away (reachable
+                # with the keys: enter on it says so)
                 findings.add_option(
                     Option(
                         Content.styled(
@@ -265,7 +291,6 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
                             "$foreground 65%",
                         ),
                         id="findings-more",
-                        disabled=True,
                     )
                 )
             keys = [_identity(finding) for finding in shown]
@@ -284,13 +309,20 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         return max(30, outer - findings.styles.scrollbar_size_vertical - 2)
 
     def on_resize(self) -> None:
-        if self.report is not None and not self.report.healthy:
-            self.show(self.report)  # rows follow the width both ways
+        if self.report is not None and self._counts is not None and not self.report.healthy:
+            self.draw(self.report, self._counts)  # rows follow the width both ways
 
     @on(OptionList.OptionSelected, "#findings")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if self.report is None:
+            return
+        if event.option.id == "findings-more":
+            self.notify(
+                "The view lists the worst findings; `termal-tui doctor` (or --json) lists "
+                "every one.",
+                markup=False,
+            )
             return
         finding = self.report.findings[event.option_index]
         self.dismiss((finding.mailbox_id, finding.first_sequence))

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Static
 
 from termal_tui.vocabulary import FINDING_MEANING, FINDING_WORDS, WAKE_MEANING, WAKE_WORDS
 
+BOX_CELLS: Final = 104  # the help box's width (CSS below)
 KEY_CELLS: Final = 22  # the key column from 80 columns up (14 below)
 # (keys, what they do); ``{id}`` is the key of the binding with that id.
 SECTIONS: Final = [
@@ -81,7 +82,7 @@ SECTIONS: Final = [
             ),
             (
                 "· N control-plane rows hidden (#N) · v shows",
-                "review results stored between these rows, hidden as in TermAl; v shows them",
+                "review results stored between these rows, hidden as in TermAl",
             ),
             ("departed", "a participant that has left the mailbox"),
             ("▲ N new messages", "arrived while you read below the top; n shows them"),
@@ -177,7 +178,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 104; max-width: 100%; height: auto; max-height: 90%;
+        width: 104; max-width: 100%; height: auto; max-height: 90%;  /* BOX_CELLS */
         border: round $accent; background: $surface; padding: 0 1;
     }
     """
@@ -189,8 +190,11 @@ class HelpScreen(ModalScreen[None]):
         self.keys = {**DEFAULT_KEYS, **(keys or {})}
 
     def compose(self) -> ComposeResult:
+        # Wrapped at the width it will have (the box, its border, padding and scrollbar),
+        # so the first layout measures the right height.
+        width = min(BOX_CELLS, self.app.size.width or BOX_CELLS) - 6
         with VerticalScroll():
-            yield HelpText(self.keys)
+            yield HelpText(self.keys, width)
         yield Footer(compact=True)  # its own keys, not the tab's
 
 
@@ -198,13 +202,15 @@ class HelpText(Static):
     """The help, wrapped at its own width (again on every resize: a scrollbar coming or
     going changes it), so no phrase breaks to column 0."""
 
-    def __init__(self, keys: Mapping[str, str]) -> None:
-        super().__init__(Content(help_text(keys)))
+    def __init__(self, keys: Mapping[str, str], width: int = 100) -> None:
+        self._width = max(30, width)
+        super().__init__(Content(help_text(keys, self._width)))
         self.keys = keys
-        self._width = 100
 
     def on_resize(self) -> None:
         width = max(30, self.size.width)
         if width != self._width:
             self._width = width
             self.update(Content(help_text(self.keys, width)))
+            if self.parent is not None:  # its height changed with the wrapping
+                self.parent.refresh(layout=True)

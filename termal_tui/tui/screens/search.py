@@ -57,7 +57,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     SearchScreen > Vertical {
         width: 100%; height: 90%; border: round $accent; background: $surface;
     }
-    SearchScreen #search-status { height: 1; padding: 0 1; }
+    SearchScreen #search-status { height: auto; max-height: 3; padding: 0 1; }
     SearchScreen #results { height: 1fr; border: none; }
     """
     # Its own footer: the tab's keys do nothing here.
@@ -168,10 +168,19 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             )
         else:
             scanned = max(0, self.latest - event.before + 1)
-            self._status(
-                f"searching “{shown}”… {len(self.matches):,} found · scanned "
-                f"{scanned:,} of {self.latest:,} (down to #{event.before:,}) · escape cancels"
-            )
+            found = f"{len(self.matches):,} found"
+            room = max(20, self.size.width - 2)
+            for text in (  # the first that fits on the one line: none is cut
+                f"searching “{shown}”… {found} · scanned {scanned:,} of {self.latest:,} "
+                f"(down to #{event.before:,}) · escape cancels",
+                f"searching “{shown}”… {found} · scanned {scanned:,} of {self.latest:,} "
+                "· escape cancels",
+                f"searching… {found} · {scanned:,} of {self.latest:,} · escape cancels",
+                f"searching… {found} · escape cancels",
+            ):
+                if len(text) <= room:
+                    break
+            self._status(text)
 
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:

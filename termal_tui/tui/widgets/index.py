@@ -380,7 +380,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.marking = True
         self._health_at = time.monotonic()
         # Paged: markers for the loaded cards only (memory follows what is on screen).
-        only = {summary.id for summary in self.summaries} if self.more else None
+        only = None
+        if self.more or self.matches is not None:  # the loaded cards and the matches
+            only = {summary.id for summary in (*self.summaries, *(self.matches or []))}
         try:
             report = await health_report(
                 self.reader, now=self.clock(), thresholds=self.thresholds, mailbox_ids=only
@@ -454,15 +456,17 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             event.count,
         )
         self.show(self.summaries, self._status(self.summaries))
+        self.load_markers()  # the matches get their ⚠ markers like the cards
 
     @on(IndexUnchanged)
     def _unchanged(self, event: IndexUnchanged) -> None:
         """A poll found nothing committed: the time moves on, and the ages."""
         event.stop()
         self.loading = False
-        if self.summaries:
+        if self.summaries and self.visible_tab:  # hidden: redrawn when shown (a status
+            # update lays the screen out again, a cost for nothing behind a tab)
             self.set_status(self._status(self.summaries))
-        self.tick_ages()
+            self.tick_ages()
 
     @on(IndexTotals)
     def _totals(self, event: IndexTotals) -> None:

@@ -58,6 +58,29 @@ class ThreadList(OptionList):
             return kind == ("Gap" if action == "load_gap" else "MailboxMessage")
         return super().check_action(action, parameters)
 
+    def action_cursor_down(self) -> None:
+        """Down, never round to the newest row from the oldest (the place reached by End
+        or by reading down is kept)."""
+        if self._enabled_beyond(1):
+            super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        """Up, never round from the newest row to the oldest."""
+        if self._enabled_beyond(-1):
+            super().action_cursor_up()
+
+    def _enabled_beyond(self, step: int) -> bool:
+        index = self.highlighted
+        if index is None:
+            return True
+        options = self._options
+        index += step
+        while 0 <= index < len(options):
+            if not options[index].disabled:
+                return True
+            index += step
+        return False
+
     def action_expand(self) -> None:
         self.action_select()
 
