@@ -17,6 +17,7 @@ __all__ = [
     "format_time",
     "is_processed",
     "lagging_participants",
+    "latest_shown",
     "preview",
     "row_title",
     "summary_title",
@@ -92,6 +93,12 @@ def behind_words(summary: MailboxSummary, names: int = 2, name_chars: int = 14) 
     if len(behind) > names:
         words.append(f"+{len(behind) - names} more")
     return " · ".join(words)
+
+
+def latest_shown(summary: MailboxSummary) -> int:
+    """The one "latest #N" every view shows for a mailbox (card, tab header, palette):
+    its latest visible row, or a cursor past it (a hidden control-plane row acknowledged)."""
+    return max([summary.latest_sequence, *(p.processed_through for p in summary.participants)])
 
 
 def format_time(created_at: str) -> str:

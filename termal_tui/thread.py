@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.presentation import lagging_participants
+from termal_tui.presentation import lagging_participants, latest_shown
 
 
 @dataclass(frozen=True)
@@ -79,12 +79,6 @@ def _cursor_of(summary: MailboxSummary | None, session_id: str) -> int:
             if participant.session_id == session_id:
                 return participant.processed_through
     return 0
-
-
-def latest_shown(summary: MailboxSummary) -> int:
-    """The one "latest #N" every view shows for a mailbox (tab header, palette): its
-    latest visible row, or a cursor past it (a hidden control-plane row acknowledged)."""
-    return max([summary.latest_sequence, *(p.processed_through for p in summary.participants)])
 
 
 class ThreadModel:

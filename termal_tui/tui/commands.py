@@ -12,9 +12,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 
-from termal_tui.presentation import summary_title
+from termal_tui.presentation import latest_shown, summary_title
 from termal_tui.sanitize import visible_line
-from termal_tui.thread import latest_shown
 from termal_tui.tui.widgets.index import MailboxIndex
 
 if TYPE_CHECKING:

@@ -18,11 +18,11 @@ from termal_tui.presentation import (
     behind_words,
     format_time,
     is_processed,
+    latest_shown,
     row_title,
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
-from termal_tui.thread import latest_shown
 from termal_tui.vocabulary import (
     absolute_time,
     outcome_words,
