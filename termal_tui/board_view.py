@@ -111,17 +111,19 @@ def author_text(head: BoardHead, max_chars: int = 40) -> str:
     return name or visible_line(head.author_session_id, max_chars)
 
 
-def head_line(head: BoardHead, now: datetime) -> str:
-    """``rev 3 · gen 17 · planner · stamp abc · 5 min``: one key's facts after its name."""
-    parts = [
-        f"rev {head.revision:,}",
-        f"gen {head.updated_at_generation:,}",
-        author_text(head),
-    ]
-    if head.state_stamp is not None:
-        parts.append(f"stamp {visible_line(head.state_stamp, 32)}")
-    parts.append(age_text(head.updated_at, now))
-    return " · ".join(parts)
+def head_line(head: BoardHead, now: datetime, room: int | None = None) -> str:
+    """``rev 3 · gen 17 · planner · stamp abc · 5 min``: one key's facts after its name.
+    With ``room``, the facts that do not fit give way (the generation, then the stamp,
+    then the revision); who wrote it and how long ago stay."""
+    rev = f"rev {head.revision:,}"
+    gen = f"gen {head.updated_at_generation:,}"
+    stamp = f"stamp {visible_line(head.state_stamp, 32)}" if head.state_stamp is not None else ""
+    who, age = author_text(head), age_text(head.updated_at, now)
+    for parts in ((rev, gen, who, stamp, age), (rev, who, stamp, age), (rev, who, age), (who, age)):
+        line = " · ".join(part for part in parts if part)
+        if room is None or len(line) <= room:
+            return line
+    return line
 
 
 def scope_title(scope: BoardScope, names: dict[str, str]) -> str:

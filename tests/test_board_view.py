@@ -471,7 +471,7 @@ def _board(*keys: str):
     return run_before
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (60, 20)])
 class TestBoardSnapshots:
     def test_board(self, snap_compare, snapshot_board, size):
         assert snap_compare(app_for(snapshot_board), terminal_size=size, run_before=_board())

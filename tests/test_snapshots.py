@@ -118,3 +118,31 @@ class TestSnapshots:
             await _settle(pilot)
 
         assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run_before)
+
+    def test_index_filtered(self, snap_compare, snapshot_db, size):
+        async def run_before(pilot) -> None:
+            await _settle(pilot)
+            await pilot.press("slash", *"docs")
+            await _settle(pilot)
+
+        assert snap_compare(app_for(snapshot_db), terminal_size=size, run_before=run_before)
+
+    def test_stale_tab_says_why_in_full(self, snap_compare, tmp_path, size):
+        from pathlib import Path
+
+        from tests.viewer_support import wait_for
+
+        path = demo_copy(tmp_path / "stale")
+
+        async def run_before(pilot) -> None:
+            await _open("planner", "backend")(pilot)
+            for suffix in ("", "-wal", "-shm"):  # moved away: gone until it comes back
+                source = Path(f"{path}{suffix}")
+                if source.exists():
+                    source.rename(Path(f"{path}.old{suffix}"))
+            view = pilot.app.active_view()
+            await wait_for(lambda: not view.live)
+            await _settle(pilot)
+
+        app = app_for(path, poll_interval=0.2)
+        assert snap_compare(app, terminal_size=size, run_before=run_before)

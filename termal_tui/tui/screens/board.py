@@ -34,7 +34,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, OptionList, Static
+from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from termal_tui.board_view import (
@@ -52,6 +52,7 @@ from termal_tui.sanitize import cap, visible_line
 from termal_tui.store.board.reader import BoardReader, open_board_reader
 from termal_tui.store.board.records import BoardHead, BoardScope
 from termal_tui.tui.messages import ReadFailed, WorkerFailures
+from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
 
 FIRST_ROWS: Final = 40  # rows built before the first paint (more than a screen holds)
@@ -131,8 +132,10 @@ def header_state(snapshot: bool, interval: float) -> str:
 
 def scope_row(scope: BoardScope, names: dict[str, str], width: int) -> Content:
     """One line: the project's name (or id), its counts, and its id when it fits."""
-    title = scope_title(scope, names)
     counts = f"  {scope_counts(scope)}"
+    # One line at any width: a long name (or a bare id) gives way to its counts.
+    title = cap(scope_title(scope, names), max(12, width - len(counts)))
+    counts = cap(counts, max(0, width - len(title)))
     parts = [Content.styled(title, "bold"), Content.styled(counts, MUTED)]
     scope_id = f"  {visible_line(scope.scope_id, 60)}"
     if scope.scope_id in names and len(title) + len(counts) + len(scope_id) <= width:
@@ -143,14 +146,17 @@ def scope_row(scope: BoardScope, names: dict[str, str], width: int) -> Content:
 def key_row(head: BoardHead, now: datetime, width: int) -> Content:
     """Two or more lines: the key and its facts, then the value cut to a few lines."""
     key = visible_line(head.key, max(20, width // 2))
-    facts = head_line(head, now)
-    if head.deleted:
-        first = Content.assemble(
-            Content.styled(f"✕ {key}", "$text-muted strike"),
-            Content.styled(f"  deleted · {facts}", "$text-muted"),
+    facts = head_line(head, now, max(0, width - len(key) - 2 - (12 if head.deleted else 0)))
+    if head.deleted:  # the first line never wraps: the facts end in … when cut
+        mark = f"✕ {key}"
+        return Content.assemble(
+            Content.styled(mark, "$text-muted strike"),
+            Content.styled(cap(f"  deleted · {facts}", max(0, width - len(mark))), "$text-muted"),
         )
-        return first
-    first = Content.assemble(Content.styled(key, "bold"), Content.styled(f"  {facts}", MUTED))
+    first = Content.assemble(
+        Content.styled(key, "bold"),
+        Content.styled(cap(f"  {facts}", max(0, width - len(key))), MUTED),
+    )
     cut = cut_value(value_text(head), PREVIEW_LINES, max(10, width - 2))
     lines = [first, *(Content("  " + line) for line in cut.text.split("\n"))]
     if cut.hidden_lines or cut.hidden_chars:
@@ -241,7 +247,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
                 ),
                 id="board-empty",
             )
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.title = "termal-tui (read-only) — coordination board"
@@ -592,7 +598,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         with VerticalScroll(id="key-value-box"):
             yield Static(Content(""), id="key-value")
         yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.title = "termal-tui (read-only) — coordination board key"

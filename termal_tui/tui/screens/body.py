@@ -7,11 +7,12 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from termal_tui.models import MailboxMessage
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.tui.render import review_envelope, review_lines
+from termal_tui.tui.widgets.footer import FittingFooter
 
 
 class BodyScreen(ModalScreen[None]):
@@ -52,7 +53,7 @@ class BodyScreen(ModalScreen[None]):
         with Vertical():
             yield Static(Content(title), id="body-title")
             yield TextArea(text, read_only=True, soft_wrap=True, id="full-body")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     @property
     def text_area(self) -> TextArea:

@@ -22,13 +22,14 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
 from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import HealthLoaded, ReadFailed, WorkerFailures
+from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.vocabulary import FINDING_WORDS
 
 KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in help
@@ -134,7 +135,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         with Vertical():
             yield Static(Content("◌ Checking every mailbox…"), id="health-status")
             yield OptionList(id="findings")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.title = "termal-tui (read-only) — delivery health"

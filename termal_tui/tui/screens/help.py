@@ -12,8 +12,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.vocabulary import FINDING_MEANING, FINDING_WORDS, WAKE_MEANING, WAKE_WORDS
 
 BOX_CELLS: Final = 104  # the help box's width (CSS below)
@@ -195,7 +196,7 @@ class HelpScreen(ModalScreen[None]):
         width = min(BOX_CELLS, self.app.size.width or BOX_CELLS) - 6
         with VerticalScroll():
             yield HelpText(self.keys, width)
-        yield Footer(compact=True)  # its own keys, not the tab's
+        yield FittingFooter()  # its own keys, not the tab's
 
 
 class HelpText(Static):

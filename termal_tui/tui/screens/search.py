@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from termal_tui.models import MailboxMessage
@@ -26,6 +26,7 @@ from termal_tui.presentation import row_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import ReadFailed, SearchProgress, WorkerFailures
+from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.vocabulary import relative_age
 
 MAX_RESULTS: Final = 500
@@ -98,7 +99,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             )
             yield Static(Content(""), id="search-status")
             yield OptionList(id="results")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "to_results":  # down in the query box; the list moves itself

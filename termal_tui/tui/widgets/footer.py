@@ -27,6 +27,7 @@ DROP_ORDER: Final = (
     "previous_tab",
     "full_body",
 )
+KEEP: Final = frozenset({"app.help", "help", "dismiss", "app.pop_screen"})  # kept last
 PALETTE_CELLS: Final = 13  # "▏^p palette" docked right, and a spare cell
 
 
@@ -61,5 +62,11 @@ class FittingFooter(Footer):
                 if key.action == action and shown[id(key)]:
                     shown[id(key)] = False
                     total -= cells(key)
+        for key in reversed(keys[1:]):  # still too wide: the last keys go, never a cut
+            if total <= width:
+                break
+            if shown[id(key)] and key.action not in KEEP:
+                shown[id(key)] = False
+                total -= cells(key)
         for key in keys:
             key.display = shown[id(key)]
