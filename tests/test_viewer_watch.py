@@ -680,3 +680,57 @@ async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races
         assert header.loaded == 50 and header.latest == 140
         assert "50 of latest #140 loaded" in screen_text(app)
         assert "0 of latest" not in screen_text(app).replace("50 of latest", "")
+
+
+# ------------------------------------------------------------------ export
+
+
+async def test_export_names_its_file_from_the_id_safely_and_follows_no_link(demo, tmp_path, xdg):
+    """A mailbox id is the database's text: ``../`` in it never leaves the export
+    directory, and a link planted at the export's name is not followed."""
+    import sqlite3
+
+    from termal_tui.viewer_config import load_config
+
+    path = demo
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA foreign_keys = OFF")
+    old = db.execute("SELECT id FROM mailboxes WHERE next_sequence = 141").fetchone()[0]
+    new = "mailbox-../../x"
+    for table, column in (
+        ("mailboxes", "id"),
+        ("mailbox_participants", "mailbox_id"),
+        ("mailbox_messages", "mailbox_id"),
+    ):
+        db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (new, old))
+    db.commit()
+    db.close()
+    exports = xdg / "exports"
+    config = xdg / "xdg_config_home" / "termal-tui" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'export_dir = "{exports}"\n', encoding="utf-8")
+    exports.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (exports / "termal-______x-91-140.jsonl").symlink_to(victim)
+    app = without_animation(make_app(path, clock=Clock(), config=load_config()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.open_mailbox(new)
+        await settle(app, pilot)
+        await press(app, pilot, "e")
+    assert victim.read_text() == "keep me\n"  # the link was not followed
+    assert not (tmp_path / "x-91-140.jsonl").exists()
+    assert sorted(p.name for p in exports.iterdir()) == ["termal-______x-91-140.jsonl"]
+    notes = [n.message for n in app._notifications]
+    assert any("Could not write" in n for n in notes), notes
+    (exports / "termal-______x-91-140.jsonl").unlink()  # the link gone: it writes, inside
+    again = without_animation(make_app(path, clock=Clock(), config=load_config()))
+    async with again.run_test(size=(120, 40)) as pilot:
+        await settle(again, pilot)
+        again.open_mailbox(new)
+        await settle(again, pilot)
+        await press(again, pilot, "e")
+    (written,) = exports.iterdir()
+    assert written.name == "termal-______x-91-140.jsonl" and not written.is_symlink()
+    assert len(written.read_text().splitlines()) == 50

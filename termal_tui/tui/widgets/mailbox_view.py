@@ -10,6 +10,8 @@ the view knows its width (never at a guessed one and again at the real one).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -419,10 +421,15 @@ class MailboxView(WorkerFailures, Vertical):
         if not rows or self.model.summary is None:
             return
         directory = self.export_dir or default_export_dir()
-        name = f"termal-{short_id(self.mailbox_id)}-{rows[0].sequence}-{rows[-1].sequence}.jsonl"
+        # The mailbox id is the database's text: only letters, digits and dashes of it
+        # reach a file name (no separator, no dot-dot), and a link at that name is not
+        # followed.
+        tag = re.sub(r"[^A-Za-z0-9-]", "_", short_id(self.mailbox_id)) or "mailbox"
+        name = f"termal-{tag}-{rows[0].sequence}-{rows[-1].sequence}.jsonl"
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            with open(directory / name, "w", encoding="utf-8") as handle:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+            with open(os.open(directory / name, flags, 0o644), "w", encoding="utf-8") as handle:
                 for message in rows:
                     record = export_record(message, self.model.summary)
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -435,8 +442,13 @@ class MailboxView(WorkerFailures, Vertical):
             return
         # The file name on a line of its own: a toast wraps, and a name cut in two
         # cannot be copied.
+        where = directory.resolve()
+        home = Path.home()
+        shown = f"~/{where.relative_to(home)}" if where.is_relative_to(home) else str(where)
+        span = rows[-1].sequence - rows[0].sequence + 1
+        gaps = " (the loaded rows only)" if len(rows) < span else ""
         self.notify(
-            f"{name}\nin {directory.resolve()}",
+            f"{name}\nin {visible_line(shown, 200)}{gaps}",
             title=f"Exported {len(rows):,} loaded messages",
             markup=False,
         )
