@@ -181,6 +181,9 @@ class ThreadModel:
         cursor = participant.processed_through
         if cursor >= self.latest_sequence:
             return False
+        newest_visible = self.summary.latest_sequence if self.summary is not None else 0
+        if self.pending_more or self.newest_sequence < newest_visible:
+            return True  # newer rows not read yet (a capped burst) may be addressed to it
         for item in (*self.pending, *self.items):
             if isinstance(item, MailboxMessage):
                 if item.sequence <= cursor:

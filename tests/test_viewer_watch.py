@@ -443,7 +443,7 @@ async def test_a_slow_health_pass_spaces_out_the_next_ones(demo, monkeypatch):
         monkeypatch.setattr(health_screen, "health_report", counting)
         await wait_for(lambda: passes >= 2)  # a fast pass: every interval
         await wait_for(lambda: not screen.checking)
-        screen._took = 1.0  # as if the last pass took a second: the next waits 10 s
+        screen._took = 1.0  # as if the last pass took a second: the next waits 20 s
         screen._finished_at = time.monotonic()
         seen = passes
         await asyncio.sleep(0.6)  # six ticks waited out
@@ -734,3 +734,103 @@ async def test_export_names_its_file_from_the_id_safely_and_follows_no_link(demo
     (written,) = exports.iterdir()
     assert written.name == "termal-______x-91-140.jsonl" and not written.is_symlink()
     assert len(written.read_text().splitlines()) == 50
+
+
+def test_newer_rows_not_read_yet_count_as_waiting():
+    from termal_tui.models import MailboxMessage
+    from termal_tui.thread import ThreadModel
+
+    def row(sequence: int, target: str) -> MailboxMessage:
+        sender = "b" if target == "a" else "a"
+        return MailboxMessage(
+            id=f"m-{sequence}",
+            mailbox_id="mailbox-1",
+            sequence=sequence,
+            sender_session_id=sender,
+            sender_name=sender,
+            target_session_id=target,
+            target_name=target,
+            created_at="2026-11-30T11:00:00+00:00",
+            body=f"Row {sequence}.",
+            notification_state="deliveredToIdleSession",
+        )
+
+    a = MailboxParticipant(session_id="a", display_name="a", processed_through=5)
+    b = MailboxParticipant(session_id="b", display_name="b", processed_through=10)
+    loaded = MailboxSummary(id="mailbox-1", participants=[a, b], latest_sequence=10, unread_count=0)
+    model = ThreadModel()
+    model.load_first(loaded, [row(n, "b") for n in range(10, 0, -1)], has_older=False)
+    assert not model.waits_on(a)  # #6–#10 are all addressed to b
+    # A burst: the summary moved on to #3,000 while only #11 was read (capped).
+    moved = MailboxSummary(
+        id="mailbox-1", participants=[a, b], latest_sequence=3000, unread_count=0
+    )
+    model.update_summary(moved)
+    model.add_newer([row(11, "b")], True, cap=1)
+    assert model.waits_on(a)  # rows not read yet may be addressed to a
+
+
+async def test_a_filter_typed_on_a_small_index_asks_the_store_once_it_outgrows_a_page(tmp_path):
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", PAGE_CARDS - 1)
+    app = clocked_app(path, Clock(), interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        assert not index.more
+        index.query_one("#index-filter", Input).value = "agent-5"
+        await settle(app, pilot)
+        assert index.matches is None  # everything is loaded: filtered on the cards
+        for n in (1, 2):  # two new mailboxes: the index no longer fits one page
+            await send(
+                path,
+                f"Hello {n}.",
+                f"grow-{n}",
+                sender=(f"session-new-{n}", f"newcomer-{n}"),
+                target=(f"session-far-{n}", f"agent-5{n}99"),
+            )
+        await wait_for(lambda: index.more and index.match_count is not None)
+        status = str(index.query_one("#index-status", Static).render())
+        assert "searching" not in status and "match “agent-5”" in status, status
+        # agent-5 is in mailboxes 4 and 5, agent-50…59 in 49…59, and the two new ones.
+        assert index.match_count == 2 + 11 + 2
+
+
+async def test_filtered_cards_keep_their_place_on_a_commit_and_their_ages_move_on(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(index_module, "AGE_EVERY", 0.1)
+    count = 2 * PAGE_CARDS + 30
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", count)
+    clock = Clock()
+    app = clocked_app(path, clock, interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        cards = index.query_one("#cards", OptionList)
+        index.query_one("#index-filter", Input).value = "agent"
+        await wait_for(lambda: index.match_count == count)
+        cards.focus()
+        await press(app, pilot, "end")
+        await wait_for(lambda: cards.option_count == 2 * PAGE_CARDS)
+        cards.highlighted = 2 * PAGE_CARDS - 5
+        chosen = cards.get_option_at_index(cards.highlighted).id
+        await send(path, "A commit.", "keep-place", target=("session-0", "agent-0"))
+        await wait_for(lambda: index.match_count == count + 1)  # the new mailbox matches
+        await settle(app, pilot)
+        assert cards.option_count >= 2 * PAGE_CARDS
+        assert cards.get_option_at_index(cards.highlighted).id == chosen
+        # A match far below the loaded pages: its age moves on like any card's.
+        oldest = "mailbox-00000000-0000-4000-8000-000000000000"
+        index.query_one("#index-filter", Input).value = "agent-0"
+        await wait_for(
+            lambda: (
+                index.match_count is not None
+                and index.matches
+                and any(s.id == oldest for s in index.matches)
+            )
+        )
+        await settle(app, pilot)
+        first = str(cards.get_option(oldest).prompt)
+        clock.now += timedelta(days=3)
+        await wait_for(lambda: str(cards.get_option(oldest).prompt) != first)
+        assert "d ago" in str(cards.get_option(oldest).prompt)

@@ -42,7 +42,8 @@ KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in he
 
 
 MAX_SHOWN = 500  # findings listed (ranked); a line says how many more there are
-SLOW_FACTOR = 20.0  # after a pass of t seconds, the next waits at least 20 t
+SLOW_FACTOR = 20.0  # after a pass of t seconds, the next waits at least 20 t…
+SLOW_PASS = 0.5  # …when t is at least this (a busy machine slows small passes too)
 CHECKING = " · checking…"
 LABEL_CELLS = 24  # the widest label and a space: the names line up at 80 columns and up
 
@@ -167,7 +168,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         the next one, so the view never keeps a core busy)."""
         if self.checking:
             return
-        if time.monotonic() - self._finished_at < SLOW_FACTOR * self._took:
+        slow = self._took >= SLOW_PASS  # a small file's pass is never held back
+        if slow and time.monotonic() - self._finished_at < SLOW_FACTOR * self._took:
             return
         self.load()
 
@@ -238,6 +240,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         # The highlighted finding stays highlighted across passes (by what it is about).
         chosen = None
         at = findings.highlighted
+        on_more = at is not None and previous is not None and at == len(previous.findings)
         if previous is not None and at is not None and at < len(previous.findings):
             chosen = _identity(previous.findings[at])
         if report.healthy:
@@ -295,7 +298,10 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
                     )
                 )
             keys = [_identity(finding) for finding in shown]
-            findings.highlighted = keys.index(chosen) if chosen in keys else 0
+            if on_more and left:  # on "… and N more" it stays there
+                findings.highlighted = len(shown)
+            else:
+                findings.highlighted = keys.index(chosen) if chosen in keys else 0
         if not self._focused_once:
             self._focused_once = True
             findings.focus()

@@ -116,10 +116,11 @@ def _entry(key: str, what: str, width: int, key_cells: int) -> list[str]:
     """One entry, wrapped at ``width`` with its continuation under the text; a key wider
     than the key column has a line of its own."""
     indent = 2 + key_cells + 1
-    wrapped = textwrap.wrap(what, max(20, width - indent)) or [""]
+    wrapped = textwrap.wrap(what, max(10, width - indent)) or [""]
     pad = " " * indent
-    if len(key) > key_cells:
-        return [f"  {key}"] + [pad + part for part in wrapped]
+    if len(key) > key_cells:  # a key of its own, itself wrapped (under itself)
+        keys = textwrap.wrap(key, max(10, width - 2)) or [key]
+        return [f"  {part}" for part in keys] + [pad + part for part in wrapped]
     return [f"  {key:<{key_cells}} {wrapped[0]}"] + [pad + part for part in wrapped[1:]]
 
 

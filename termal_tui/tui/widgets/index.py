@@ -311,11 +311,11 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
                 self._health_at = time.monotonic()
                 self.load_markers()
             return
-        self._version, self._version_of = version, reader
         more = len(summaries) >= limit
         reason = ""
         if not summaries and self.session_id is not None:
             reason = self._empty_reason(*await reader.session_presence(self.session_id))
+        self._version, self._version_of = version, reader  # read whole: later polls skip
         self.post_message(IndexLoaded(summaries, more, empty_reason=reason))
         if due:
             self._health_at = time.monotonic()
@@ -344,25 +344,33 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.post_message(IndexLoaded(rows, len(rows) >= PAGE_CARDS, appended=True))
 
     @work(group="index-filter", exclusive=True, exit_on_error=False)
-    async def load_matches(self, append: bool = False) -> None:
-        """The store's first page of cards matching the filter (``append``: the next
-        page), and how many match in all."""
+    async def load_matches(self) -> None:
+        """The store's cards matching the filter (as many pages as are shown already,
+        so a refresh keeps the place), and how many match in all."""
         needle, reader = self.filter_text, self.reader
         if not needle or reader is None:
             return
-        after = None
-        if append:
-            if not self.matches or not self.matches_more:
-                return
-            last = self.matches[-1]
-            after = (last.latest_message_at or "", last.id)
+        limit = max(PAGE_CARDS, len(self.matches or ()))
+        rows = await reader.list_mailboxes(session_id=self.session_id, limit=limit, matching=needle)
+        count = await reader.count_matching(needle, session_id=self.session_id)
+        self.post_message(MatchesLoaded(needle, rows, len(rows) >= limit, count))
+
+    @work(group="index-filter-more", exclusive=True, exit_on_error=False)
+    async def more_matches(self) -> None:
+        """The next page of matches, below the last one shown."""
+        needle, reader, shown = self.filter_text, self.reader, self.matches
+        if not needle or reader is None or not shown or not self.matches_more:
+            return
+        last = shown[-1]
         rows = await reader.list_mailboxes(
-            session_id=self.session_id, limit=PAGE_CARDS, after=after, matching=needle
+            session_id=self.session_id,
+            limit=PAGE_CARDS,
+            after=(last.latest_message_at or "", last.id),
+            matching=needle,
         )
-        count = self.match_count
-        if not append:
-            count = await reader.count_matching(needle, session_id=self.session_id)
-        self.post_message(MatchesLoaded(needle, rows, len(rows) >= PAGE_CARDS, count, append))
+        self.post_message(
+            MatchesLoaded(needle, rows, len(rows) >= PAGE_CARDS, self.match_count, append=True)
+        )
 
     @work(group="index-totals", exclusive=False, exit_on_error=False)
     async def load_totals(self) -> None:
@@ -413,8 +421,10 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         if not event.more:
             self.totals = None  # everything is loaded: counted from the cards
         self.show(event.summaries, self._status(event.summaries))
-        if self.matches is not None and self.filter_text:
-            self.load_matches()  # something changed: the store's matches again
+        if self.filter_text and (self.matches is not None or self.more):
+            # Something changed (or the index just outgrew its first page): the store's
+            # matches again, over every mailbox.
+            self.load_matches()
 
     def _empty_reason(self, still_in: int, left: int) -> str:
         """Why a session's view lists nothing (TermAl's session view: mailboxes the
@@ -505,7 +515,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         """The next page of what is shown: the store's matches, or the index."""
         if self.matches is not None:
             if self.matches_more:
-                self.load_matches(append=True)
+                self.more_matches()
         elif self.more:
             self.load_more()
 
@@ -609,10 +619,11 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
     def tick_ages(self) -> None:
         """Redraw the cards whose age reads differently now (nothing is read)."""
-        if not self.summaries or not self._width:
+        shown = self.matches if self.matches is not None else self.summaries
+        if not shown or not self._width:
             return
         now = self.clock()
-        by_id = {s.id: s for s in self.summaries if s.latest_message_at}
+        by_id = {s.id: s for s in shown if s.latest_message_at}
         stale = self.ages.changed({key: s.latest_message_at or "" for key, s in by_id.items()}, now)
         if stale:
             cards = self.query_one("#cards", OptionList)
