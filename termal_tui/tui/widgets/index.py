@@ -231,9 +231,11 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.load()
 
     def action_filter(self) -> None:
+        """``/``: the filter box takes the keys at once (``set_focus``, not ``focus``,
+        which waits for the queue: "/docs" typed fast would give "docs" to the cards)."""
         box = self.query_one("#index-filter", Input)
         box.can_focus = True
-        box.focus()
+        self.screen.set_focus(box)
 
     def action_clear_filter(self) -> None:
         """Escape: the filter emptied and left (the cards get the keys)."""
