@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, OptionList, Static
 
-from termal_tui.models import MailboxParticipant, MailboxSummary
+from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import behind_words
 from termal_tui.store.reader import open_reader
 from termal_tui.tui.app import MailboxApp, make_app
@@ -573,24 +573,25 @@ async def test_a_chip_warns_only_for_a_participant_that_rows_wait_on(demo):
         assert "● planner 120/140" in bar and "● backend 96/140" in bar, bar
 
 
-def test_rows_above_a_cursor_not_loaded_yet_count_as_waiting():
-    from termal_tui.models import MailboxMessage
-    from termal_tui.thread import ThreadModel
+def row(sequence: int, target: str) -> MailboxMessage:
+    """Row ``sequence`` of a two-party mailbox (a ⇄ b), addressed to ``target``."""
+    sender = "b" if target == "a" else "a"
+    return MailboxMessage(
+        id=f"m-{sequence}",
+        mailbox_id="mailbox-1",
+        sequence=sequence,
+        sender_session_id=sender,
+        sender_name=sender,
+        target_session_id=target,
+        target_name=target,
+        created_at="2026-11-30T11:00:00+00:00",
+        body=f"Row {sequence}.",
+        notification_state="deliveredToIdleSession",
+    )
 
-    def row(sequence: int, target: str) -> MailboxMessage:
-        sender = "b" if target == "a" else "a"
-        return MailboxMessage(
-            id=f"m-{sequence}",
-            mailbox_id="mailbox-1",
-            sequence=sequence,
-            sender_session_id=sender,
-            sender_name=sender,
-            target_session_id=target,
-            target_name=target,
-            created_at="2026-11-30T11:00:00+00:00",
-            body=f"Row {sequence}.",
-            notification_state="deliveredToIdleSession",
-        )
+
+def test_rows_above_a_cursor_not_loaded_yet_count_as_waiting():
+    from termal_tui.thread import ThreadModel
 
     a = MailboxParticipant(session_id="a", display_name="a", processed_through=10)
     b = MailboxParticipant(session_id="b", display_name="b", processed_through=95)
@@ -737,23 +738,7 @@ async def test_export_names_its_file_from_the_id_safely_and_follows_no_link(demo
 
 
 def test_newer_rows_not_read_yet_count_as_waiting():
-    from termal_tui.models import MailboxMessage
     from termal_tui.thread import ThreadModel
-
-    def row(sequence: int, target: str) -> MailboxMessage:
-        sender = "b" if target == "a" else "a"
-        return MailboxMessage(
-            id=f"m-{sequence}",
-            mailbox_id="mailbox-1",
-            sequence=sequence,
-            sender_session_id=sender,
-            sender_name=sender,
-            target_session_id=target,
-            target_name=target,
-            created_at="2026-11-30T11:00:00+00:00",
-            body=f"Row {sequence}.",
-            notification_state="deliveredToIdleSession",
-        )
 
     a = MailboxParticipant(session_id="a", display_name="a", processed_through=5)
     b = MailboxParticipant(session_id="b", display_name="b", processed_through=10)
