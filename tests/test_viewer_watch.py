@@ -819,3 +819,19 @@ async def test_filtered_cards_keep_their_place_on_a_commit_and_their_ages_move_o
         clock.now += timedelta(days=3)
         await wait_for(lambda: str(cards.get_option(oldest).prompt) != first)
         assert "d ago" in str(cards.get_option(oldest).prompt)
+
+
+async def test_a_filter_typed_in_one_burst_keeps_every_letter(demo):
+    """A terminal delivers "/hbq" in one read: each key goes to what had the focus when
+    it arrived (the cards), yet every letter lands in the box and no binding fires."""
+    from textual import events
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        for key in ("slash", "h", "b", "q", "d"):
+            app.post_message(events.Key(key, "/" if key == "slash" else key))
+        await settle(app, pilot)
+        box = index_of(app).query_one("#index-filter", Input)
+        assert box.value == "hbqd" and box.has_focus
+        assert app.screen is app.screen_stack[0] and app.is_running  # no health, no quit

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import Provider
@@ -392,6 +392,18 @@ class MailboxApp(App[None]):
             if summary.id in self._panes:
                 self._label_tab(summary.id, summary_title(summary))
         self.signal_changes(event.summaries, self.stuck_pairs())
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that bubbled up here while the index filter has the focus was
+        typed for it: a terminal delivers "/docs" in one read, and each key goes to
+        what had the focus when it arrived (the cards, before ``/`` moved it)."""
+        from textual.widgets import Input
+
+        box = self.screen.focused
+        typed = event.character if event.is_printable else None
+        if typed and isinstance(box, Input) and box.id == "index-filter":
+            event.stop()
+            box.insert_text_at_cursor(typed)
 
     @on(MarkersLoaded)
     def _markers_loaded(self, event: MarkersLoaded) -> None:
