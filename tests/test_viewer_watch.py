@@ -835,3 +835,19 @@ async def test_a_filter_typed_in_one_burst_keeps_every_letter(demo):
         box = index_of(app).query_one("#index-filter", Input)
         assert box.value == "hbqd" and box.has_focus
         assert app.screen is app.screen_stack[0] and app.is_running  # no health, no quit
+
+
+async def test_a_search_typed_in_one_burst_keeps_every_letter(demo):
+    from textual import events
+
+    from termal_tui.tui.screens.search import SearchScreen
+
+    app = clocked_app(demo, Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        await opened(app, pilot, "planner", "backend")
+        for key in ("slash", "s", "t", "e", "p"):
+            app.post_message(events.Key(key, "/" if key == "slash" else key))
+        await settle(app, pilot)
+        assert isinstance(app.screen, SearchScreen)
+        assert app.screen.query_one(Input).value == "step"

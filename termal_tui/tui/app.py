@@ -394,14 +394,15 @@ class MailboxApp(App[None]):
         self.signal_changes(event.summaries, self.stuck_pairs())
 
     def on_key(self, event: events.Key) -> None:
-        """A printable key that bubbled up here while the index filter has the focus was
-        typed for it: a terminal delivers "/docs" in one read, and each key goes to
-        what had the focus when it arrived (the cards, before ``/`` moved it)."""
+        """A printable key that bubbled up here while a text box has the focus was typed
+        for it (a box consumes its own keys): a terminal delivers "/docs" in one read,
+        and each key goes to what had the focus when it arrived, before ``/`` moved it
+        to the index filter or the search screen's query."""
         from textual.widgets import Input
 
         box = self.screen.focused
         typed = event.character if event.is_printable else None
-        if typed and isinstance(box, Input) and box.id == "index-filter":
+        if typed and isinstance(box, Input):
             event.stop()
             box.insert_text_at_cursor(typed)
 
