@@ -4,6 +4,8 @@
   1,000,000-message mailbox, beside the bare grouped unread query it is built on, run
   through plain sqlite3;
 - the index's health markers for its first page of cards (100) of 100,000 mailboxes;
+- the health view (headless, 120x40) on 100,000 stuck mailboxes: time to its findings,
+  RSS, and CPU over the 20 s after (slow passes are spaced out);
 - search in the 1,000,000-message mailbox: time to the first hit and to a full scan.
 
 Run: python bench/bench_health.py
@@ -54,6 +56,30 @@ async def markers_ms(path: Path, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+def rss_mb() -> int:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) // 1024
+
+
+async def health_view(path: Path, seconds: float = 20.0) -> tuple[float, int, float]:
+    """(seconds to the findings, RSS MB then, CPU % over the next ``seconds``)."""
+    from termal_tui.tui.app import MailboxApp
+    from termal_tui.tui.screens.health import HealthScreen
+
+    app = MailboxApp(path, poll_interval=2.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not app.summaries:
+            await pilot.pause(0.05)
+        start = time.perf_counter()
+        await pilot.press("h")
+        while not (isinstance(app.screen, HealthScreen) and app.screen.report is not None):
+            await pilot.pause(0.05)
+        took, rss = time.perf_counter() - start, rss_mb()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        await asyncio.sleep(seconds)
+        cpu = 100 * (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    return took, rss, cpu
+
+
 async def search_ms(path: Path, needle: str) -> tuple[float | None, float, int]:
     async with open_reader(path) as reader:
         start = time.perf_counter()
@@ -86,6 +112,11 @@ async def main() -> None:
     print(
         f"| health markers for the index's first 100 cards of 100,000 mailboxes | "
         f"{await markers_ms(huge):.0f} ms | | |"
+    )
+    took, rss, cpu = await health_view(huge)
+    print(
+        f"| health view, 100,000 mailboxes: findings on screen / RSS / CPU over the next "
+        f"20 s | {took * 1000:,.0f} ms / {rss} MB / {cpu:.1f}% | | |"
     )
     for needle, where in (("step 999990", "near the newest rows"), ("step 10:", "near the oldest")):
         first, full, found = await search_ms(big, needle)
