@@ -24,6 +24,18 @@ def describe(_name: str, _line: str) -> str:
     )
 
 
+# The hub's limits: flag, type, help ("{default}" is the default, as the hub has it).
+LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("--rate", float, "requests per second per token, sustained (default {default})"),
+    ("--burst", int, "requests per token at once (default {default})"),
+    ("--max-connections", int, "concurrent HTTP connections (default {default}; 503 beyond)"),
+    ("--max-sessions", int, "open MCP sessions (default {default})"),
+    ("--session-idle", float, "seconds an MCP session may stay idle (default {default})"),
+    ("--keep-alive", float, "seconds an idle HTTP connection stays open (default {default})"),
+    ("--drain", float, "SIGTERM: seconds in-flight calls may take to finish (default {default})"),
+)
+
+
 def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
@@ -69,48 +81,14 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         help="the level of the one line logged per request",
     )
     limits = parser.add_argument_group("limits")
-    limits.add_argument(
-        "--rate",
-        type=_positive(float),
-        default=defaults.rate,
-        help=f"requests per second per token, sustained (default {defaults.rate:g})",
-    )
-    limits.add_argument(
-        "--burst",
-        type=_positive(int),
-        default=defaults.burst,
-        help=f"requests per token at once (default {defaults.burst})",
-    )
-    limits.add_argument(
-        "--max-connections",
-        type=_positive(int),
-        default=defaults.max_connections,
-        help=f"concurrent HTTP connections (default {defaults.max_connections}; 503 beyond)",
-    )
-    limits.add_argument(
-        "--max-sessions",
-        type=_positive(int),
-        default=defaults.max_sessions,
-        help=f"open MCP sessions (default {defaults.max_sessions})",
-    )
-    limits.add_argument(
-        "--session-idle",
-        type=_positive(float),
-        default=defaults.session_idle,
-        help=f"seconds an MCP session may stay idle (default {defaults.session_idle:g})",
-    )
-    limits.add_argument(
-        "--keep-alive",
-        type=_positive(float),
-        default=defaults.keep_alive,
-        help=f"seconds an idle HTTP connection stays open (default {defaults.keep_alive:g})",
-    )
-    limits.add_argument(
-        "--drain",
-        type=_positive(float),
-        default=defaults.drain,
-        help=f"SIGTERM: seconds in-flight calls may take to finish (default {defaults.drain:g})",
-    )
+    for flag, kind, text in LIMIT_FLAGS:
+        default = getattr(defaults, flag.removeprefix("--").replace("-", "_"))
+        limits.add_argument(
+            flag,
+            type=_positive(kind),
+            default=default,
+            help=text.format(default=f"{default:g}"),
+        )
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

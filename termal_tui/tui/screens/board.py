@@ -108,6 +108,17 @@ class BoardHeader(Widget):
     detail: reactive[str] = reactive("")
     error: reactive[str] = reactive("", layout=True)  # a reason takes lines of its own
 
+    def show_stale(self, reason: str) -> None:
+        """A read failed: Stale, the reason on its own lines (the rows stay)."""
+        self.state = "stale"
+        self.error = reason
+
+    def show_live(self, snapshot: bool, interval: float, moment: datetime) -> None:
+        """A read succeeded: Live (or Paused, Snapshot) at ``moment``, no reason."""
+        self.state = header_state(snapshot, interval)
+        self.error = ""
+        self.refreshed = moment.strftime("%H:%M:%S")
+
     def render(self) -> Content:
         label, style = ThreadHeader.STATES[self.state]
         parts: list[Content | str] = [Content.styled(label, style)]
@@ -346,9 +357,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:
         event.stop()
-        header = self.query_one(BoardHeader)
-        header.state = "stale"
-        header.error = event.error
+        self.query_one(BoardHeader).show_stale(event.error)
 
     @on(BoardUnchanged)
     def _unchanged(self, event: BoardUnchanged) -> None:
@@ -433,9 +442,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
     def _mark_live(self) -> None:
         header = self.query_one(BoardHeader)
         snapshot = self.reader is not None and self.reader.snapshot is not None
-        header.state = header_state(snapshot, self.interval)
-        header.error = ""
-        header.refreshed = self.clock().strftime("%H:%M:%S")
+        header.show_live(snapshot, self.interval, self.clock())
         count = len(self.generations or {})
         noun = "project" if count == 1 else "projects"
         header.detail = f"{count:,} {noun} · {visible_line(self.db_path.name, 60)}"
@@ -650,9 +657,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:
         event.stop()
-        header = self.query_one(BoardHeader)
-        header.state = "stale"
-        header.error = event.error
+        self.query_one(BoardHeader).show_stale(event.error)
 
     @on(BoardUnchanged)
     def _unchanged(self, event: BoardUnchanged) -> None:
@@ -679,10 +684,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
             self._show_value(revisions[event.cursor_row])
 
     def _mark_live(self) -> None:
-        header = self.query_one(BoardHeader)
-        header.state = header_state(self.snapshot, self.interval)
-        header.error = ""
-        header.refreshed = self.clock().strftime("%H:%M:%S")
+        self.query_one(BoardHeader).show_live(self.snapshot, self.interval, self.clock())
 
     def _show_head(self) -> None:
         head = self.head
