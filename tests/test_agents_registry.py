@@ -106,7 +106,8 @@ def test_a_dead_channel_process_is_not_connected(registry: Registry):
 def test_wake_marks_keep_the_highest_seen_sequence(registry: Registry):
     alice = registry.add("alice")
     registry.mark_wake_pushed(alice.id, "mailbox-1", 4)
-    assert registry.has_pending_wake(alice.id, "mailbox-1")
+    assert registry.has_pending_wake(alice.id, "mailbox-1", before=5)  # #5 rides the wake
+    assert not registry.has_pending_wake(alice.id, "mailbox-1", before=4)  # #4's own wake
     registry.mark_engaged(alice.id, "mailbox-1", 2)  # an older read does not lower it
     assert registry.wake_marks(alice.id) == {"mailbox-1": (False, 4)}
     registry.mark_engaged(alice.id, "mailbox-1", 9)

@@ -393,6 +393,35 @@ async def _delivered_only_when_pushed(peers: Peers, bobs_writer, push, pushed: l
     assert not peers.registry.get(peers.bob.session_id).channel_connected()
 
 
+async def test_a_wake_pushed_before_the_sender_looks_is_still_its_own(
+    peers: Peers, monkeypatch: pytest.MonkeyPatch
+):
+    """On a loaded machine the receiver's channel server can push the wake (and record it
+    as pending) between the sender's nudge and its check for an earlier pending wake.
+    That wake is this message's own: the receipt says delivered, as the row does."""
+    bob = peers.bob.session_id
+    peers.registry.heartbeat(bob, __import__("os").getpid())
+
+    def quick_server(_registry_path: object, session_id: str) -> None:
+        # What bob's server does on the nudge, done before the sender runs another line.
+        with sqlite3.connect(peers.writer.path) as db:
+            mailbox_id, sequence = db.execute(
+                "SELECT mailbox_id, MAX(sequence) FROM mailbox_messages"
+            ).fetchone()
+            db.execute(
+                "UPDATE mailbox_messages SET notification_disposition = 'deliveredToIdleSession'"
+            )
+        peers.registry.mark_wake_pushed(session_id, mailbox_id, sequence)
+
+    monkeypatch.setattr("termal_tui.agents.tools.nudge", quick_server)
+    first = await _send(peers.alice, "bob", "first", "k1")
+    assert first["notificationDisposition"] == "deliveredToIdleSession"
+    # The next one rides that pending wake: not woken on its own.
+    monkeypatch.setattr("termal_tui.agents.tools.nudge", lambda *_: None)
+    second = await _send(peers.alice, "bob", "second", "k2")
+    assert second["notificationDisposition"] == "durableButNotWoken"
+
+
 async def test_a_channel_that_never_delivers_leaves_the_receipt_durable(peers: Peers):
     peers.registry.heartbeat(
         peers.bob.session_id, __import__("os").getpid()

@@ -509,11 +509,16 @@ class Registry:
             ).fetchall()
         return {row[0]: (bool(row[1]), int(row[2])) for row in rows}
 
-    def has_pending_wake(self, session_id: str, mailbox_id: str) -> bool:
+    def has_pending_wake(self, session_id: str, mailbox_id: str, before: int) -> bool:
+        """A pushed wake the agent has not engaged with covers only rows below ``before``:
+        a message at ``before`` rides it and is not woken on its own. A pending wake that
+        already covers ``before`` (its channel server was quicker than the sender's check)
+        is that message's own wake, so it does not count."""
         with self._connect(write=False) as db:
             row = db.execute(
-                "SELECT 1 FROM wake_marks WHERE session_id = ? AND mailbox_id = ? AND pending = 1",
-                (session_id, mailbox_id),
+                "SELECT 1 FROM wake_marks WHERE session_id = ? AND mailbox_id = ? "
+                "AND pending = 1 AND seen_through < ?",
+                (session_id, mailbox_id, before),
             ).fetchone()
         return row is not None
 

@@ -437,7 +437,7 @@ class AgentTools:
         if not connected:
             return DURABLE_BUT_NOT_WOKEN
         pending = await asyncio.to_thread(
-            self.registry.has_pending_wake, receiver.id, receipt.mailbox_id
+            self.registry.has_pending_wake, receiver.id, receipt.mailbox_id, receipt.sequence
         )
         if pending:
             # One pending wake per mailbox: this message rides the one already pushed.
