@@ -7,12 +7,14 @@ writer (same tables, indexes and formats), then cached under bench/.data.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from termal_tui.demo import fill_pair_mailboxes
 from termal_tui.store.writer import open_writer
 
 DATA = Path(__file__).parent / ".data"
@@ -86,37 +88,10 @@ def index_db(mailboxes: int = INDEX_MAILBOXES) -> Path:
         return path
     DATA.mkdir(parents=True, exist_ok=True)
     _create(path)
-    db = sqlite3.connect(path)
-    for n in range(mailboxes):
-        mid = f"mailbox-{n:08d}-0000-4000-8000-000000000000"
-        a, b = f"session-{n}", f"session-{n + 1}"
-        db.execute(
-            "INSERT INTO mailboxes VALUES (?, ?, '2026-01-01T00:00:00+00:00', 3)",
-            (mid, f'["{a}","{b}"]'),
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        fill_pair_mailboxes(
+            db, mailboxes, body="Message {seq} in mailbox {n}: please review the change."
         )
-        db.executemany(
-            "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, '2026-01-01T00:00:00+00:00', NULL)",
-            [(mid, a, a, 1), (mid, b, b, 0)],
-        )
-        for seq in (1, 2):
-            db.execute(
-                "INSERT INTO mailbox_messages VALUES "
-                "(?,?,?,?,?,?,?,?,'routine',NULL,NULL,?,?,1,'durableButNotWoken',NULL)",
-                (
-                    f"mailbox-message-{n:08d}-{seq}",
-                    mid,
-                    seq,
-                    a if seq == 1 else b,
-                    a,
-                    b if seq == 1 else a,
-                    b,
-                    f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.{seq}+00:00",
-                    f"Message {seq} in mailbox {n}: please review the change.",
-                    f"k-{n}-{seq}",
-                ),
-            )
-    db.commit()
-    db.close()
     return path
 
 

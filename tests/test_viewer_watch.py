@@ -773,11 +773,33 @@ async def test_a_filter_typed_on_a_small_index_asks_the_store_once_it_outgrows_a
                 sender=(f"session-new-{n}", f"newcomer-{n}"),
                 target=(f"session-far-{n}", f"agent-5{n}99"),
             )
-        await wait_for(lambda: index.more and index.match_count is not None)
+        # agent-5 is in mailboxes 4 and 5, agent-50…59 in 49…59, and the two new ones
+        # (a poll may fall between the two sends: the count follows on the next).
+        await wait_for(lambda: index.more and index.match_count == 2 + 11 + 2)
         status = str(index.query_one("#index-status", Static).render())
-        assert "searching" not in status and "match “agent-5”" in status, status
-        # agent-5 is in mailboxes 4 and 5, agent-50…59 in 49…59, and the two new ones.
-        assert index.match_count == 2 + 11 + 2
+        assert "searching" not in status and "15 of 101 mailboxes match “agent-5”" in status, status
+
+
+async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path):
+    """Paged, the header's totals come from a count apart; a commit moves them on at the
+    next poll (not at the next health pass, 30 s later)."""
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", PAGE_CARDS + 20)
+    app = clocked_app(path, Clock(), interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        count = PAGE_CARDS + 20  # each with two unread rows, one for each side
+        await wait_for(lambda: index.totals == (count, 2 * count))
+        await send(
+            path,
+            "One more.",
+            "more-1",
+            sender=("session-3", "agent-3"),
+            target=("session-4", "agent-4"),
+        )
+        await wait_for(lambda: index.totals == (count, 2 * count + 1))
+        status = str(index.query_one("#index-status", Static).render())
+        assert f"{count} mailboxes · {2 * count + 1} unread" in status, status
 
 
 async def test_filtered_cards_keep_their_place_on_a_commit_and_their_ages_move_on(

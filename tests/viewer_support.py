@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rich.cells import cell_len
 
-from termal_tui.demo import build_demo
+from termal_tui.demo import build_demo, fill_pair_mailboxes
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp, make_app
 
@@ -159,36 +159,6 @@ async def many_mailboxes(path: Path, count: int) -> Path:
     """``count`` two-message mailboxes, bulk-inserted into a schema the writer made."""
     async with open_writer(path):
         pass
-    db = sqlite3.connect(path)
-    for n in range(count):
-        mid = f"mailbox-{n:08d}-0000-4000-8000-000000000000"
-        a, b = f"session-{n}", f"session-{n + 1}"
-        db.execute(
-            "INSERT INTO mailboxes VALUES (?, ?, '2026-01-01T00:00:00+00:00', 3)",
-            (mid, f'["{a}","{b}"]'),
-        )
-        db.executemany(
-            "INSERT INTO mailbox_participants VALUES (?, ?, ?, ?, "
-            "'2026-01-01T00:00:00+00:00', NULL)",
-            [(mid, a, f"agent-{n}", 1), (mid, b, f"agent-{n + 1}", 0)],
-        )
-        for seq in (1, 2):
-            db.execute(
-                "INSERT INTO mailbox_messages VALUES "
-                "(?,?,?,?,?,?,?,?,'routine',NULL,NULL,?,?,1,'durableButNotWoken',NULL)",
-                (
-                    f"mailbox-message-{n:08d}-{seq}",
-                    mid,
-                    seq,
-                    a if seq == 1 else b,
-                    a,
-                    b if seq == 1 else a,
-                    b,
-                    f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.{seq}+00:00",
-                    f"Message {seq} in mailbox {n}.",
-                    f"k-{n}-{seq}",
-                ),
-            )
-    db.commit()
-    db.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        fill_pair_mailboxes(db, count, name="agent-{n}", body="Message {seq} in mailbox {n}.")
     return path

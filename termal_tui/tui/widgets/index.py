@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 HEALTH_EVERY_SECONDS = 30.0
 HIDDEN_HEALTH_EVERY = 300.0  # markers while a tab is shown (the title's stuck count)
 HIDDEN_FACTOR = 20.0  # hidden, a read that took t seconds waits 20 t before the next
+# Paged, the totals follow a commit, but a count that took t seconds waits 20 t before
+# the next (100,000 mailboxes: about 2 s, so every 40 s or so; 1,000: at once).
+TOTALS_FACTOR = 20.0
 AGE_EVERY = 10.0  # seconds between checks of the ages on the cards
 PAGE_CARDS = 100  # a page of cards: several screenfuls at 120x40
 MORE_WITHIN = 10
@@ -133,6 +136,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self._version = -1  # PRAGMA data_version at the last read of the pages
         self._read_at = -1e9  # when the pages were last read, and how long it took
         self._read_took = 0.0
+        self._totals_at = -1e9  # when the totals were last counted, and how long it took
+        self._totals_took = 0.0
+        self._counting = False
         self._version_of: MailboxReader | None = None
         self._age_timer: Timer | None = None
 
@@ -323,11 +329,21 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self._health_at = time.monotonic()
             # After the cards are drawn: these passes must not delay the first screen.
             self.call_after_refresh(self._follow_up, more)
+        elif more and self._totals_due():
+            self.call_after_refresh(self.load_totals)
 
     def _follow_up(self, more: bool) -> None:
         if more:
             self.load_totals()
         self.load_markers()
+
+    def _totals_due(self) -> bool:
+        """Counted never (the index just outgrew a page: ``100+``), or long enough ago for
+        what the last count cost."""
+        return (
+            self.totals is None
+            or time.monotonic() - self._totals_at >= TOTALS_FACTOR * self._totals_took
+        )
 
     @work(group="index-more", exclusive=False, exit_on_error=False)
     async def load_more(self) -> None:
@@ -376,9 +392,16 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
     @work(group="index-totals", exclusive=False, exit_on_error=False)
     async def load_totals(self) -> None:
-        if self.reader is not None:
+        if self.reader is None or self._counting:
+            return  # one count at a time: the running one answers
+        self._counting = True
+        started = time.monotonic()
+        try:
             mailboxes, unread = await self.reader.index_totals(session_id=self.session_id)
-            self.post_message(IndexTotals(mailboxes, unread))
+        finally:
+            self._counting = False
+        self._totals_at, self._totals_took = time.monotonic(), time.monotonic() - started
+        self.post_message(IndexTotals(mailboxes, unread))
 
     @work(group="index-markers", exclusive=False, exit_on_error=False)
     async def load_markers(self) -> None:
