@@ -231,8 +231,14 @@ class ThreadModel:
     def _splice(self, index: int, count: int, items: Sequence[Item]) -> Splice:
         kept = {id(item) for item in items}
         for item in self.items[index : index + count]:
-            if isinstance(item, MailboxMessage) and id(item) not in kept:
-                self.by_id.pop(item.id, None)
+            # Only the very row removed: a page read again brings new objects with the
+            # same ids, already remembered (forgetting by id would forget them).
+            if (
+                isinstance(item, MailboxMessage)
+                and id(item) not in kept
+                and self.by_id.get(item.id) is item
+            ):
+                del self.by_id[item.id]
         self.items[index : index + count] = list(items)
         if self._keys is not None and index == len(self._keys) and count == 0:
             self._keys.extend(-item_sequence(item) for item in items)  # an append

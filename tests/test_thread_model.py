@@ -94,6 +94,22 @@ def test_older_pages_append_and_the_start_marker_closes_the_thread():
     assert [m.sequence for m in model.items[:-1]] == list(range(150, 0, -1))
 
 
+def test_the_first_page_read_again_replaces_the_rows_and_keeps_counting_them():
+    """A first page read twice (a start-up race, a reopened file) brings new objects
+    with the same ids: they replace the rows, and ``loaded`` still counts them (it fell
+    to 0, and the header said ``0 of latest``)."""
+    model = ThreadModel()
+    model.load_first(summary(150), newest_first(150, 101), True)
+    model.toggle("message-150")
+    change = model.load_first(summary(150), newest_first(150, 101), True)
+    assert model.loaded == 50 and change.splices[0].count == 50
+    assert all(model.by_id[m.id] is m for m in model.items if isinstance(m, MailboxMessage))
+    assert model.toggle("message-149").changed == {"message-149"}  # rows still answer
+    # The same holds for a window placed over rows already loaded.
+    model.place_window(newest_first(130, 110), True, True)
+    assert model.loaded == len([m for m in model.items if isinstance(m, MailboxMessage)])
+
+
 def test_new_rows_wait_as_pending_and_come_in_at_the_top():
     model = ThreadModel()
     model.load_first(summary(5), newest_first(5, 1), False)

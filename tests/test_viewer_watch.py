@@ -683,6 +683,44 @@ async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races
         assert "0 of latest" not in screen_text(app).replace("50 of latest", "")
 
 
+async def test_a_poll_while_the_first_page_waits_to_be_applied_does_not_read_it_again(
+    demo, monkeypatch
+):
+    """The race behind ``0 of latest``: a poll between the first page's read and its
+    arrival (or while it waits for the first layout) read the page again, and the second
+    copy made the model forget its rows. The page counts as being read until applied."""
+    from termal_tui.store.reader import MailboxReader
+    from termal_tui.tui.widgets.mailbox_view import MailboxView, PageLoaded, ThreadHeader
+
+    firsts: list[int] = []
+    original_read = MailboxReader.read_page
+
+    async def counted(self, mailbox_id, before, *args, **kwargs):
+        if before is None:
+            firsts.append(1)
+        return await original_read(self, mailbox_id, before, *args, **kwargs)
+
+    original_apply = MailboxView._page_loaded
+
+    def poll_first(self, event: PageLoaded) -> None:
+        self.poll()  # a timer tick that lands just before the page is applied
+        original_apply(self, event)
+
+    monkeypatch.setattr(MailboxReader, "read_page", counted)
+    monkeypatch.setattr(MailboxView, "_page_loaded", poll_first)
+    async with open_reader(demo) as reader:
+        thread = next(s.id for s in await reader.list_mailboxes() if s.latest_sequence == 140)
+    app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, mailbox_id=thread))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(lambda: app.active_view() is not None)
+        header = app.query_one(ThreadHeader)
+        await wait_for(lambda: header.loaded > 0)
+        await settle(app, pilot)
+        await asyncio.sleep(0.3)  # three polls later
+        assert firsts == [1]
+        assert header.loaded == 50 and "50 of latest #140 loaded" in screen_text(app)
+
+
 # ------------------------------------------------------------------ export
 
 
@@ -780,9 +818,12 @@ async def test_a_filter_typed_on_a_small_index_asks_the_store_once_it_outgrows_a
         assert "searching" not in status and "15 of 101 mailboxes match “agent-5”" in status, status
 
 
-async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path):
+async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path, monkeypatch):
     """Paged, the header's totals come from a count apart; a commit moves them on at the
     next poll (not at the next health pass, 30 s later)."""
+    # Counts are spaced by 20x what the last one took; on a loaded machine even this
+    # small count can take a quarter of a second, so no spacing here.
+    monkeypatch.setattr(index_module, "TOTALS_FACTOR", 0.0)
     path = await many_mailboxes(tmp_path / "coordination.sqlite", PAGE_CARDS + 20)
     app = clocked_app(path, Clock(), interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:

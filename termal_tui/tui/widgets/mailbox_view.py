@@ -548,8 +548,11 @@ class MailboxView(WorkerFailures, Vertical):
                 self.mailbox_id, None, PAGE_SIZE, session_id=self.session_id
             )
             head = await self.reader.get_head(self.mailbox_id, session_id=self.session_id)
-        finally:
+        except BaseException:
             self.reading = False
+            raise
+        # Still "reading" until the page is applied (_page_loaded): a poll in between, or
+        # while the page waits for the first layout, must not read it again.
         self.post_message(PageLoaded(head, page, token))
 
     def load_older(self) -> None:
@@ -668,7 +671,7 @@ class MailboxView(WorkerFailures, Vertical):
             self._early_page = event
             return
         self._width = width
-        self.loading = False
+        self.loading = self.reading = False
         self._token = event.token
         change = self.model.load_first(event.summary, event.page.messages, event.page.has_older)
         self._apply(change)
