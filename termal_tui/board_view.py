@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from termal_tui.health import format_age
 from termal_tui.notifiers import registry_path_for
 from termal_tui.sanitize import cap, visible, visible_line
 from termal_tui.store.board.formats import dumps
 from termal_tui.store.board.records import BoardHead, BoardScope
+from termal_tui.vocabulary import age_words
 
 TERMAL_STATE_FILENAME: Final = "termal.sqlite"
 TERMAL_METADATA_KEY: Final = "metadataState"  # TermAl's persist.rs SQLITE_METADATA_KEY
@@ -103,7 +103,7 @@ def age_text(updated_at: str, now: datetime) -> str:
     moment = parse_board_time(updated_at)
     if moment is None:
         return visible_line(updated_at, 30)
-    return format_age((now - moment).total_seconds())
+    return age_words((now - moment).total_seconds())  # as rows and cards say it
 
 
 def author_text(head: BoardHead, max_chars: int = 40) -> str:

@@ -157,8 +157,18 @@ def absolute_time(stamp: str) -> str:
     offset = moment.strftime("%z")
     offset = f"UTC{offset[:3]}:{offset[3:]}" if offset else "UTC"
     zone = moment.tzname() or ""
-    shown = f"{zone} ({offset})" if zone and zone != offset and zone[0] not in "+-" else offset
+    if offset == "UTC+00:00" and zone in ("UTC", ""):
+        shown = "UTC"  # not "UTC (UTC+00:00)"
+    elif zone and zone != offset and zone[0] not in "+-":
+        shown = f"{zone} ({offset})"
+    else:
+        shown = offset
     return f"{moment.strftime('%Y-%m-%d %H:%M:%S')} {shown}"
+
+
+def counted(value: int, one: str, many: str | None = None) -> str:
+    """``1 mailbox``, ``2,000 mailboxes``: a count with its noun, singular for one."""
+    return f"{value:,} {one if value == 1 else (many or one + 's')}"
 
 
 def number(value: int) -> str:

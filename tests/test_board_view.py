@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import sqlite3
 from collections import Counter
 from datetime import timedelta
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from termal_tui.board_view import (
     cut_value,
@@ -395,6 +396,58 @@ async def test_a_failed_read_shows_stale_and_keeps_the_rows(board_db, monkeypatc
             lambda: "Stale" in screen_text(app) and "temporarily busy" in screen_text(app)
         )
         assert screen.shown
+
+
+async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(board_db):
+    """Like the tabs: a board over a moved-away file is Stale with the reason (it kept
+    reading the old inode, "Live"), and a new file at the path is read from scratch,
+    the key screen on top too."""
+    from tests.test_viewer_monitor import move_away
+
+    app = app_for(board_db, poll_interval=INTERVAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        key_screen = app.screen
+        assert isinstance(key_screen, BoardKeyScreen)
+        gone_key = key_screen.key
+        move_away(board_db)
+        await wait_for(lambda: "Stale" in screen_text(app) and "is gone" in screen_text(app))
+        # A key written into the moved file is not shown as this path's.
+        async with open_board_writer(f"{board_db}.old") as old:
+            await put(old, P1, "ghost.key", "written to the old file", 0, "planner")
+        async with open_board_writer(board_db) as writer:  # a new, empty file at the path
+            await put(writer, P2, "fresh.key", 1, 0, "docs")
+        await wait_for(lambda: "this key is gone" in screen_text(app))
+        assert key_screen.key == gone_key and key_screen.head is None
+        await pilot.press("escape")
+        await wait_for(lambda: [h.key for h in screen.shown] == ["fresh.key"])
+        await wait_for(lambda: "Live" in screen_text(app) and "1 project" in screen_text(app))
+        assert "ghost.key" not in screen_text(app)
+
+
+async def test_the_key_screen_s_ages_move_on_while_nothing_changes(board_db):
+    from termal_tui.tui.app import make_app
+    from tests.viewer_support import without_animation
+
+    now = [FIXED_NOW]
+    app = without_animation(make_app(board_db, poll_interval=INTERVAL, clock=lambda: now[0]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_board(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BoardKeyScreen)
+        before = screen_text(app)
+        now[0] = FIXED_NOW + timedelta(hours=3)
+        await wait_for(lambda: screen_text(app) != before)
+        await settle(app, pilot)
+        table = app.screen.query_one("#history", DataTable)
+        ages = [str(table.get_row_at(index)[4]) for index in range(table.row_count)]
+        assert ages and all(age.endswith("h ago") for age in ages), ages
+        meta = str(app.screen.query_one("#key-meta", Static).render())
+        assert re.search(r" · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", meta), meta  # with its zone
+        assert not re.search(r"\dT\d\d:", meta)  # not the stored ISO text
 
 
 async def test_an_empty_board_says_so(tmp_path):

@@ -116,7 +116,8 @@ async def test_rows_say_how_long_ago_and_the_expanded_row_the_time_with_its_zone
         await pilot.press("enter")
         await settle(app, pilot)
         text = str(view.thread.get_option(view.messages[0].id).prompt)
-        assert "Sent             2026-11-30 11:40:00 UTC (UTC+00:00)" in text
+        assert "Sent             2026-11-30 11:40:00 UTC" in text
+        assert "UTC (UTC+00:00)" not in text  # the zone said once
         assert "Wake now         never woken (durableButNotWoken)" in text
 
 
@@ -322,6 +323,50 @@ async def test_search_enter_and_down_move_to_results_with_snippet_time_and_mailb
         await pilot.press("enter")  # a result: jumps there
         await settle(app, pilot)
         assert not isinstance(app.screen, SearchScreen)
+
+
+def test_a_snippet_never_exceeds_its_room_and_keeps_the_match():
+    from termal_tui.tui.screens.search import snippet
+
+    body = "x" * 300 + " the needle here " + "y" * 300
+    for room in range(12, 120, 7):
+        for text in (body, body[:200], "short needle", "no match at all " * 20):
+            shown, start, end = snippet(text, "needle", room)
+            assert len(shown) <= room, (room, shown)
+            if "needle" in text:
+                assert shown[start:end] == "needle"
+            else:
+                assert (start, end) == (-1, -1)
+
+
+async def test_each_search_result_is_a_title_line_and_a_snippet_line_at_any_width(demo):
+    """A result never wraps (it split over four lines at 80 columns): the title line is
+    cut with an ellipsis, the snippet fits under it, and both follow a resize."""
+    app = app_for(demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tab(app, pilot, "planner", "backend")
+        await pilot.press("slash", *"step", "enter")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await wait_for(lambda: screen.done)
+        await settle(app, pilot)
+        results = screen.query_one("#results", OptionList)
+        for size in ((80, 24), (60, 20), (120, 40)):
+            await pilot.resize_terminal(*size)
+            await settle(app, pilot)
+            padding = results.get_component_styles("option-list--option").padding.width
+            room = results.scrollable_content_region.width - padding
+            lines_of = [str(results.get_option_at_index(i).prompt).splitlines() for i in range(3)]
+            assert all(len(lines) == 2 for lines in lines_of), (size, lines_of)
+            assert all(len(line) <= room for lines in lines_of for line in lines), (size, room)
+            assert any(lines[0].endswith("…") for lines in lines_of) == (size[0] < 120)
+            assert "step" in lines_of[0][1].lower()
+        assert "No message in" not in screen_text(app)
+        await pilot.press("escape", "slash", *"zzzq", "enter")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await wait_for(lambda: screen.done)
+        assert "No message in planner ⇄ backend contains “zzzq”." in screen_text(app)
 
 
 async def test_the_index_filter_escape_clears_and_no_match_says_so(demo):

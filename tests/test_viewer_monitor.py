@@ -183,7 +183,7 @@ async def test_the_health_view_counts_each_unread_row_once(tmp_path):
         await settle(app, pilot)
         await pilot.press("h")
         await wait_for(lambda: "stuck" in health_status(app))
-        assert "3 stuck unread rows in 1 of 1 mailboxes" in health_status(app)
+        assert "3 stuck unread rows in 1 of 1 mailbox " in health_status(app)
 
 
 async def test_the_health_view_is_live_with_its_time_and_state_and_no_tab_keys(tmp_path):

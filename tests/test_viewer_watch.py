@@ -16,7 +16,7 @@ from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import behind_words
 from termal_tui.store.reader import open_reader
 from termal_tui.tui.app import MailboxApp, make_app
-from termal_tui.tui.render import card
+from termal_tui.tui.render import card, short_id
 from termal_tui.tui.widgets import index as index_module
 from termal_tui.tui.widgets import mailbox_view as view_module
 from termal_tui.tui.widgets.index import PAGE_CARDS, MailboxIndex
@@ -108,10 +108,22 @@ def test_a_card_says_who_is_behind_and_gives_way_when_narrow():
     wide = card(pair, 118, now=FIXED_NOW).plain.splitlines()[0]
     assert wide.startswith("● backend 22 · planner 10 unread  planner ⇄ backend")
     assert "3 min ago" in wide
-    narrow = card(pair, 60, now=FIXED_NOW).plain.splitlines()[0]
-    assert len(narrow) <= 59
-    assert "32 unread" in narrow or "backend 22 · planner 10 unread" in narrow
-    assert "planner ⇄ backend" in narrow  # the names stay readable
+    short = short_id(pair.id)
+    assert short in wide
+    # Narrower, in this order: the short id goes, then who is behind, then the age; at
+    # no width is the short id kept while who is behind or the age is dropped.
+    seen = []
+    for width in range(118, 30, -1):
+        first = card(pair, width, now=FIXED_NOW).plain.splitlines()[0]
+        assert len(first) <= width - 1
+        named, aged, with_id = "backend 22 ·" in first, "3 min ago" in first, short in first
+        assert not with_id or (named and aged), (width, first)
+        assert not named or aged, (width, first)
+        if width >= 52:
+            assert "planner ⇄ backe" in first  # the names stay readable (16 cells at least)
+        seen.append((with_id, named, aged))
+    assert seen == sorted(seen, reverse=True)  # each gives way once, for good
+    assert (False, False, True) in seen and seen[-1] == (False, False, False)
     stuck = card(pair, 118, "never woken", now=FIXED_NOW).plain
     assert stuck.startswith("⚠ backend 22 · planner 10 unread")
 

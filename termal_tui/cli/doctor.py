@@ -51,12 +51,14 @@ def render_table(report: HealthReport) -> None:
 
     from termal_tui.health import format_age
     from termal_tui.sanitize import visible_line
+    from termal_tui.vocabulary import counted
 
     console = Console()
     if report.healthy:
         console.print(
             Text(
-                f"✓ Nothing is stuck: {report.mailboxes} mailboxes, {report.unread:,} unread, "
+                f"✓ Nothing is stuck: {counted(report.mailboxes, 'mailbox', 'mailboxes')}, "
+                f"{report.unread:,} unread, "
                 "every unread row is recent or on its way.",
                 style="green",
             )

@@ -37,16 +37,74 @@ from termal_tui.store.sqlite import (  # re-exported: the store's openers import
 
 T = TypeVar("T")
 
+FILE_GONE = "gone"
+FILE_SWAPPED = "swapped"
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path`` now, or None when nothing is there."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return (-1, -1)  # unreadable metadata: not the file we opened either
+    return (found.st_dev, found.st_ino)
+
+
+class FollowsPath:
+    """A reader that knows which file it opened: a connection keeps reading the inode it
+    opened after the file at its path was moved away or replaced, so each call checks
+    the path first (one stat) and refuses with a sentence instead of showing an old
+    file as live."""
+
+    path: Path
+    identity: tuple[int, int] | None
+    closed: bool
+
+    def follow(self, path: Path) -> None:
+        self.path = path
+        self.identity = file_identity(path)
+        self.closed = False
+
+    def file_state(self) -> str | None:
+        """None while ``path`` is still the file this reader opened; ``FILE_GONE`` when
+        nothing is at the path (moved away or unlinked), ``FILE_SWAPPED`` when another
+        file is there now (a restore, a reinstall). Read-only: one stat."""
+        now = file_identity(self.path)
+        if now is None:
+            return FILE_GONE
+        return None if now == self.identity else FILE_SWAPPED
+
+    def file_problem(self) -> str | None:
+        """The sentence a call fails with when it would read an old or closed file."""
+        if self.closed:
+            return "this connection was closed (the viewer reopened the database)"
+        state = self.file_state()
+        if state == FILE_GONE:
+            return (
+                f"the database file {self.path.name} is gone (moved away or unlinked); "
+                "waiting for it to come back"
+            )
+        if state == FILE_SWAPPED:
+            return f"another file is at {self.path.name} now; opening it"
+        return None
+
+
 __all__ = [
+    "FILE_GONE",
+    "FILE_SWAPPED",
     "INSECURE_ENV",
     "SIDECAR_SUFFIXES",
     "SQLITE_MAGIC",
+    "FollowsPath",
     "WriterAdmission",
     "connect_read_only",
     "connect_read_write",
     "describe_error",
     "directory_writable",
     "display_path",
+    "file_identity",
     "harden_files",
     "inspect_database_file",
     "is_busy",

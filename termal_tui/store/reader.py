@@ -40,7 +40,14 @@ from termal_tui.formats import (
 )
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import queries
+from termal_tui.store.connection import (  # the file states re-exported for the viewer
+    FILE_GONE as FILE_GONE,
+)
 from termal_tui.store.connection import (
+    FILE_SWAPPED as FILE_SWAPPED,
+)
+from termal_tui.store.connection import (
+    FollowsPath,
     connect_read_only,
     describe_error,
     directory_writable,
@@ -53,22 +60,8 @@ from termal_tui.store.schema import SchemaInfo, verify_readable
 
 T = TypeVar("T")
 
-FILE_GONE = "gone"
-FILE_SWAPPED = "swapped"
 
-
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the file at ``path`` now, or None when nothing is there."""
-    try:
-        found = os.stat(path)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return (-1, -1)  # unreadable metadata: not the file we opened either
-    return (found.st_dev, found.st_ino)
-
-
-class MailboxReader:
+class MailboxReader(FollowsPath):
     """Read-only queries over one coordination database. Has no method that writes."""
 
     def __init__(
@@ -85,31 +78,7 @@ class MailboxReader:
         self.snapshot = snapshot
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
-        self.identity = file_identity(path)  # the file this connection reads
-        self.closed = False
-
-    def file_state(self) -> str | None:
-        """None while ``path`` is still the file this reader opened; ``FILE_GONE`` when
-        nothing is at the path (moved away or unlinked), ``FILE_SWAPPED`` when another
-        file is there now (a restore, a reinstall). Read-only: one stat."""
-        now = file_identity(self.path)
-        if now is None:
-            return FILE_GONE
-        return None if now == self.identity else FILE_SWAPPED
-
-    def file_problem(self) -> str | None:
-        """The sentence a call fails with when it would read an old or closed file."""
-        if self.closed:
-            return "this connection was closed (the viewer reopened the database)"
-        state = self.file_state()
-        if state == FILE_GONE:
-            return (
-                f"the database file {self.path.name} is gone (moved away or unlinked); "
-                "waiting for it to come back"
-            )
-        if state == FILE_SWAPPED:
-            return f"another file is at {self.path.name} now; opening it"
-        return None
+        self.follow(path)  # the file this connection reads
 
     async def _snapshot(self, work: Callable[[sqlite3.Connection], T], single: bool = False) -> T:
         """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""

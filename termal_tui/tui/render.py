@@ -84,17 +84,16 @@ def card(
         if part
     )
     number = f"#{latest_shown(summary):,}"
-    short_meta = f"  {number} · {short_id(summary.id)}"
-    aged_meta = f"  {number} · {visible_line(when)}" if when else short_meta
+    number_meta = f"  {number}"
+    aged_meta = f"  {number} · {visible_line(when)}" if when else number_meta
     wanted = min(len(title), 16)
     # Narrower: the short id goes first, then who is behind (the total stays), then
     # the age; the names keep at least 16 cells.
     choices = [
         (behind, full_meta),
         (behind, aged_meta),
-        ("", full_meta),
         ("", aged_meta),
-        ("", short_meta),
+        ("", number_meta),
     ]
     for named, meta_text in choices:
         badge = _badge(summary, problem, named)

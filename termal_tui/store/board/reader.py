@@ -25,6 +25,7 @@ import aiosqlite
 from termal_tui.store.board import formats, queries
 from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardScope
 from termal_tui.store.connection import (
+    FollowsPath,
     connect_read_only,
     describe_error,
     directory_writable,
@@ -47,7 +48,7 @@ def read_failure(path: Path, error: sqlite3.Error) -> Exception:
     return describe_error(path, error)
 
 
-class BoardReader:
+class BoardReader(FollowsPath):
     """Read-only board queries over one coordination database. Has no method that writes.
 
     Construct with :func:`open_board_reader`, or over an already open read-only
@@ -56,7 +57,7 @@ class BoardReader:
 
     def __init__(self, db: aiosqlite.Connection, path: Path, snapshot: str | None = None) -> None:
         self._db = db
-        self.path = path
+        self.follow(path)  # the file this connection reads (a moved or replaced one fails)
         # Why this is an immutable snapshot (no live changes can be seen), or None.
         self.snapshot = snapshot
         self._lock = asyncio.Lock()
@@ -75,6 +76,9 @@ class BoardReader:
                     return empty()
             return work(db)
 
+        problem = self.file_problem()
+        if problem is not None:
+            raise StorageError(problem)
         try:
             async with self._lock:
                 return await run(self._db, lambda conn: read_snapshot(conn, guarded, single))
@@ -161,6 +165,7 @@ class BoardReader:
         return await self._snapshot(work, list, single=True)
 
     async def close(self) -> None:
+        self.closed = True
         await self._db.close()
 
 

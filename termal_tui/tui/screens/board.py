@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, OptionList, Static
+from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
 from termal_tui.board_view import (
@@ -54,6 +55,7 @@ from termal_tui.store.board.records import BoardHead, BoardScope
 from termal_tui.tui.messages import ReadFailed, WorkerFailures
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+from termal_tui.vocabulary import absolute_time, counted
 
 FIRST_ROWS: Final = 40  # rows built before the first paint (more than a screen holds)
 CHUNK_ROWS: Final = 64  # then this many per frame, so keys never wait on 512 rows
@@ -229,6 +231,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
         self.clock = clock or (lambda: datetime.now().astimezone())
         self.reader: BoardReader | None = None
         self._stack = contextlib.AsyncExitStack()
+        self._opening = asyncio.Lock()  # the board and its key screen share one reader
         self._timer: Timer | None = None
         self.polling = False
         self.show_tombstones = False
@@ -307,14 +310,30 @@ class BoardScreen(WorkerFailures, Screen[None]):
     # ------------------------------------------------------------ workers
 
     async def _open(self) -> BoardReader:
-        if self.reader is None:
-            self.reader = await self._stack.enter_async_context(
-                open_board_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
-            )
-            if self.reader.snapshot is not None and self._timer is not None:
-                self._timer.stop()  # an immutable snapshot has no changes to follow
-                self._timer = None
-        return self.reader
+        async with self._opening:
+            if self.reader is None:
+                self.reader = await self._stack.enter_async_context(
+                    open_board_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
+                )
+                if self.reader.snapshot is not None and self._timer is not None:
+                    self._timer.stop()  # an immutable snapshot has no changes to follow
+                    self._timer = None
+            return self.reader
+
+    def reopen(self, _mailboxes: object = None) -> None:
+        """Another file is at the path (the App opened it for the mailboxes): the board
+        is read from it too, from scratch (its projects and keys are not the old ones)."""
+        self._reopen()
+
+    @work(group="board-reopen", exclusive=True, exit_on_error=False)
+    async def _reopen(self) -> None:
+        async with self._opening:
+            old, self._stack, self.reader = self._stack, contextlib.AsyncExitStack(), None
+            await old.aclose()  # reads still running on it fail on their own
+        self.generations = None
+        self.heads_generation = -1
+        self.polling = False
+        self.load(force=True)
 
     @work(group="board", exclusive=False, exit_on_error=False)
     async def load(self, force: bool = False) -> None:
@@ -423,7 +442,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
         title = scope_title(scope, self.names) if scope else visible_line(self.scope_id, 60)
         self.app.push_screen(
             BoardKeyScreen(
-                self.reader,
+                self._open,
                 self.scope_id,
                 title,
                 head,
@@ -499,7 +518,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
             status.update(
                 Content.assemble(
                     Content.styled(cap(scope_title(scope, self.names), 40), "bold"),
-                    Content.styled(f" · {live:,} keys{toggle}{reading}", MUTED),
+                    Content.styled(f" · {counted(live, 'key')}{toggle}{reading}", MUTED),
                 )
             )
         same_keys = width == self._width and [h.key for h in shown] == [h.key for h in self.shown]
@@ -573,7 +592,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
 
     def __init__(
         self,
-        reader: BoardReader,
+        reader: Callable[[], Awaitable[BoardReader]],
         scope_id: str,
         scope_name: str,
         head: BoardHead,
@@ -583,11 +602,13 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         super().__init__()
-        self.reader = reader
+        self.reader = reader  # the board's reader (opened again after a replaced file)
         self.scope_id = scope_id
         self.scope_name = scope_name
         self.head: BoardHead | None = head
+        self._key = head.key  # kept when the key is gone (its project deleted, a new file)
         self.history: list[BoardHead] = []
+        self._age_column: ColumnKey | None = None
         self.interval = interval
         self.snapshot = snapshot
         self.clock = clock or (lambda: datetime.now().astimezone())
@@ -610,7 +631,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
     def on_mount(self) -> None:
         self.title = "termal-tui (read-only) — coordination board key"
         table = self.query_one("#history", DataTable)
-        table.add_columns("rev", "gen", "author", "stamp", "age", "value")
+        self._age_column = table.add_columns("rev", "gen", "author", "stamp", "age", "value")[4]
         scope = cap(self.scope_name, 24)
         self.query_one(BoardHeader).detail = f"{scope} · {visible_line(self.key, 60)}"
         self._show_head()
@@ -621,8 +642,14 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
 
     @property
     def key(self) -> str:
-        assert self.head is not None or self.history
-        return (self.head or self.history[0]).key
+        return self._key
+
+    def reopen(self, _mailboxes: object = None) -> None:
+        """Another file is at the path: this key is read from it (the board's reader is
+        opened again), or said to be gone."""
+        self.generation = -1
+        if not self.reading:
+            self.load()
 
     def on_screen_resume(self) -> None:
         if self._timer is not None:
@@ -642,14 +669,15 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
             return
         self.reading = True
         try:
-            generation = await self.reader.generation(self.scope_id)
+            reader = await self.reader()
+            generation = await reader.generation(self.scope_id)
             if generation == self.generation:
                 self.post_message(BoardUnchanged())
                 return
             key = self.key
-            heads = await self.reader.entries(self.scope_id, include_deleted=True)
+            heads = await reader.entries(self.scope_id, include_deleted=True)
             head = next((h for h in heads if h.key == key), None)
-            history = await self.reader.history(self.scope_id, key)
+            history = await reader.history(self.scope_id, key)
         finally:
             self.reading = False
         self.post_message(KeyLoaded(generation, head, history))
@@ -661,8 +689,18 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
 
     @on(BoardUnchanged)
     def _unchanged(self, event: BoardUnchanged) -> None:
+        """Nothing moved: the time and the ages move on (the value stays as shown)."""
         event.stop()
         self._mark_live()
+        self._show_meta()
+        table = self.query_one("#history", DataTable)
+        if self._age_column is None or table.row_count != len(self.revisions):
+            return
+        now = self.clock()
+        for index, head in enumerate(self.revisions):
+            table.update_cell(
+                f"rev-{index}", self._age_column, Text(age_text(head.updated_at, now))
+            )
 
     @on(KeyLoaded)
     def _loaded(self, event: KeyLoaded) -> None:
@@ -687,6 +725,11 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         self.query_one(BoardHeader).show_live(self.snapshot, self.interval, self.clock())
 
     def _show_head(self) -> None:
+        self._show_meta()
+        if self.head is not None:
+            self._show_value(self.head)
+
+    def _show_meta(self) -> None:
         head = self.head
         meta = self.query_one("#key-meta", Static)
         if head is None:
@@ -705,12 +748,11 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
                 Content.styled(f"  {state}{head_line(head, self.clock())}", MUTED),
                 Content.styled(
                     f"\nby {author_text(head, 60)} ({visible_line(head.author_session_id, 60)})"
-                    f" · {visible_line(head.updated_at, 40)} · {retained}",
+                    f" · {absolute_time(head.updated_at)} · {retained}",
                     MUTED,
                 ),
             )
         )
-        self._show_value(head)
 
     def _show_value(self, head: BoardHead) -> None:
         label = Content.styled(

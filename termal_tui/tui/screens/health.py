@@ -30,7 +30,7 @@ from termal_tui.sanitize import visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import HealthLoaded, ReadFailed, WorkerFailures
 from termal_tui.tui.widgets.footer import FittingFooter
-from termal_tui.vocabulary import FINDING_WORDS
+from termal_tui.vocabulary import FINDING_WORDS, counted
 
 KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in help
     "receiver-gone": (f"⚠ {FINDING_WORDS['receiver-gone']}", "bold $error"),
@@ -95,6 +95,12 @@ def _identity(finding: Finding) -> tuple[str, str, str]:
     return (finding.kind, finding.mailbox_id, finding.session_id)
 
 
+class FindingList(OptionList):
+    """The findings; enter opens the first affected message (shown in the footer)."""
+
+    BINDINGS = [Binding("enter", "select", "Open")]
+
+
 class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     """Dismisses with (mailbox id, first affected sequence) when a finding is chosen."""
 
@@ -135,7 +141,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Content("◌ Checking every mailbox…"), id="health-status")
-            yield OptionList(id="findings")
+            yield FindingList(id="findings")
         yield FittingFooter()
 
     def on_mount(self) -> None:
@@ -249,7 +255,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
                 Content.assemble(
                     self._state(live=True),
                     Content.styled(
-                        f" · ✓ Nothing is stuck: {report.mailboxes:,} mailboxes, "
+                        f" · ✓ Nothing is stuck: {counted(report.mailboxes, 'mailbox', 'mailboxes')}, "
                         f"{report.unread:,} unread, every unread row is recent or on its way.",
                         "bold $success",
                     ),
@@ -263,9 +269,9 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         state = self._state(live=True)
         line = state
         for words in (
-            f" · {rows:,} stuck unread row{plural} in {stuck_in:,} of {report.mailboxes:,} "
-            "mailboxes",
-            f" · {rows:,} stuck in {stuck_in:,} of {report.mailboxes:,} mailboxes",
+            f" · {rows:,} stuck unread row{plural} in {stuck_in:,} of "
+            f"{counted(report.mailboxes, 'mailbox', 'mailboxes')}",
+            f" · {rows:,} stuck in {stuck_in:,} of {counted(report.mailboxes, 'mailbox', 'mailboxes')}",
             f" · {rows:,} stuck in {stuck_in:,} mailbox{'es' if stuck_in != 1 else ''}",
         ):
             line = state + Content.styled(words, "bold $warning")

@@ -37,7 +37,11 @@ SECTIONS: Final = [
         "Mailbox tab (newest first; the footer shows what applies)",
         [
             ("↑/↓ PgUp/PgDn", "move through messages; PgDn reads a tall row page by page"),
-            ("Home / End", "the newest row / the oldest (loads to — start of mailbox —)"),
+            (
+                "Home / End",
+                # No-break spaces: the marker's words stay on one line when wrapped.
+                "the newest row / the oldest (loads to —\u00a0start\u00a0of\u00a0mailbox\u00a0—)",
+            ),
             ("enter / click", "expand or collapse a message (wake diagnostics, body)"),
             ("", "on a “… rows not loaded” row: load the next 50 there"),
             ("{older}", "older messages (also loaded when you reach the bottom)"),
@@ -56,10 +60,24 @@ SECTIONS: Final = [
         ],
     ),
     (
-        "Everywhere",
+        "Tabs (the index and the mailbox tabs)",
         [
             ("{prev-tab} / {next-tab}", "previous / next tab (ctrl+left / ctrl+right too)"),
             ("{index}", "back to the mailbox index"),
+        ],
+    ),
+    (
+        "Health view and board",
+        [
+            ("↑/↓, enter", "health: open the first affected message of a finding"),
+            ("", "board: a key's value and history; tab moves between projects and keys"),
+            ("t", "board: show or hide tombstones (deleted keys), when there are any"),
+            ("r / escape", "refresh now / back to the tabs"),
+        ],
+    ),
+    (
+        "Everywhere",
+        [
             ("{health}", "delivery health: stuck hand-offs, ranked"),
             ("{board}", "the coordination board: projects, keys, values, history"),
             ("ctrl+p", "command palette: open a mailbox, #N jumps to a message at any depth"),
@@ -77,6 +95,13 @@ SECTIONS: Final = [
                 "a card: who is behind, most unread first; ages (3 min ago) move on by "
                 "themselves, the expanded row gives the time with its zone",
             ),
+            ("✓ all read", "a card whose participants have processed every row"),
+            (
+                "● planner 120/140",
+                "a participant chip above a tab's rows: its processedThrough cursor / the "
+                "latest row; ● (yellow) while rows addressed to it lie above its cursor",
+            ),
+            ("✓ planner 140/140", "the chip of a participant with nothing left to process"),
             (
                 "──── NAME has processed to here (#N) ────",
                 "where a participant's cursor stands, when it is below the latest row",
@@ -95,6 +120,11 @@ SECTIONS: Final = [
     (
         "Wake at send (the receipt's outcome, fixed once decided)",
         [
+            (
+                "woken, never woken, queued behind a turn",
+                "the words and values of the wake states above, as decided when the "
+                "message was sent (the row's wake state may move on since)",
+            ),
             (
                 "not decided yet",
                 "NULL: its writer is still finalizing the wake, or stopped before it did",

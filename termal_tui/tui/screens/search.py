@@ -40,11 +40,11 @@ def snippet(text: str, needle: str, room: int = SNIPPET_CHARS) -> tuple[str, int
     flat = visible_line(visible(text))
     at = flat.lower().find(needle.lower()) if needle else -1
     if at < 0:
-        cut = flat[:room]
-        return (cut + "…" if len(flat) > room else cut), -1, -1
-    start = max(0, at - room // 3)
-    end = min(len(flat), start + room)
-    start = max(0, min(start, end - room))
+        return (flat[: room - 1] + "…" if len(flat) > room else flat), -1, -1
+    inner = room if len(flat) <= room else room - 2  # room for an ellipsis each side
+    start = max(0, at - inner // 3)
+    end = min(len(flat), start + inner)
+    start = max(0, min(start, end - inner))
     head = "…" if start > 0 else ""
     tail = "…" if end < len(flat) else ""
     shown = head + flat[start:end] + tail
@@ -90,6 +90,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         self.done = False
         self.failed = False
         self._scan_number = 0  # results of a superseded scan are dropped
+        self._drawn_room = 0  # the width the results were drawn for
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -165,7 +166,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
                 f"{count:,} match{'es' if count != 1 else ''} for “{shown}” · whole mailbox"
                 " searched"
                 if count
-                else f"No message contains “{shown}”."
+                else f"No message in {self.mailbox_title or 'this mailbox'} contains “{shown}”."
             )
         else:
             scanned = max(0, self.latest - event.before + 1)
@@ -207,6 +208,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         results = self.query_one("#results", OptionList)
         start = len(self.matches)
         self.matches.extend(found)
+        self._drawn_room = self._room()
         results.add_options(
             Option(self._result(m), id=f"result-{start + offset}") for offset, m in enumerate(found)
         )
@@ -224,6 +226,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             else visible_line(message.created_at, 40)
         )
         where = f" · {self.mailbox_title}" if self.mailbox_title else ""
+        room = self._room()
         head = Content.assemble(
             Content.styled(f"#{message.sequence:,}  ", "bold"),
             Content(visible_line(f"{message.sender_name} → {message.target_name}", 40)),
@@ -231,11 +234,41 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             "  ",
             Content.styled(visible_line(row_title(message), 80), "bold"),
         )
-        text, start, end = snippet(f"{message.topic or ''} {message.body}", self._needle)
+        if head.cell_length > room:  # one line, cut with an ellipsis (never wrapped)
+            head = head.truncate(room, ellipsis=True)
+        text, start, end = snippet(
+            f"{message.topic or ''} {message.body}", self._needle, max(10, room - 3)
+        )
         line = Content("   " + text)
         if start >= 0:
             line = line.stylize("bold reverse", start + 3, end + 3)
         return Content("\n").join([head, line])
+
+    def _room(self) -> int:
+        """Cells a result line may take: the list less its padding and scrollbar."""
+        results = self.query_one("#results", OptionList)
+        width = results.scrollable_content_region.width or max(20, self.size.width - 4)
+        width -= results.get_component_styles("option-list--option").padding.width
+        if not results.show_vertical_scrollbar:  # it comes with the results
+            width -= results.styles.scrollbar_size_vertical
+        return max(20, width)
+
+    def on_resize(self) -> None:
+        """Results follow the width (each stays a title line and a snippet line)."""
+        self.call_after_refresh(self._rewrap)
+
+    def _rewrap(self) -> None:
+        results = self.query_one("#results", OptionList)
+        room = self._room()
+        if not self.matches or room == self._drawn_room:
+            return
+        self._drawn_room = room
+        highlighted = results.highlighted
+        results.clear_options()
+        results.add_options(
+            Option(self._result(m), id=f"result-{index}") for index, m in enumerate(self.matches)
+        )
+        results.highlighted = highlighted
 
     @on(OptionList.OptionSelected, "#results")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

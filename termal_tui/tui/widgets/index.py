@@ -90,7 +90,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
     """
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("escape", "clear_filter", "Clear filter"),  # offered while filtering
         Binding("h", "app.health", "Health"),
         Binding("b", "app.board", "Board", id="board"),  # the app's id: one keymap for both
         Binding("r", "refresh", "Refresh"),
@@ -243,6 +243,12 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         box.can_focus = True
         self.screen.set_focus(box)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":  # offered while typing a filter or one applies
+            box = self.query_one("#index-filter", Input)
+            return bool(self.filter_text) or box.has_focus
+        return True
+
     def action_clear_filter(self) -> None:
         """Escape: the filter emptied and left (the cards get the keys)."""
         box = self.query_one("#index-filter", Input)
@@ -267,6 +273,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         if text == self.filter_text:
             return
         self.filter_text = text
+        self.refresh_bindings()  # escape clears it: offered while a filter applies
         if self._filter_timer is not None:
             self._filter_timer.stop()
             self._filter_timer = None

@@ -45,7 +45,7 @@ from termal_tui.tui.messages import (
 )
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
-from termal_tui.vocabulary import Ages
+from termal_tui.vocabulary import Ages, counted
 
 PAGE_SIZE: Final = 50
 REWIDTH_FIRST: Final = 120  # rows re-rendered at once on a resize (the screenful)
@@ -275,7 +275,9 @@ class MailboxView(WorkerFailures, Vertical):
         yield ThreadHeader()
         yield Static(Content(""), id="participants")
         yield Static(Content(""), id="new-notice")
-        yield ThreadList(id="thread")
+        thread = ThreadList(id="thread")
+        thread.is_expanded = lambda key: key in self.model.expanded  # the model of now
+        yield thread
 
     def on_mount(self) -> None:
         header = self.query_one(ThreadHeader)
@@ -449,7 +451,7 @@ class MailboxView(WorkerFailures, Vertical):
         gaps = " (the loaded rows only)" if len(rows) < span else ""
         self.notify(
             f"{name}\nin {visible_line(shown, 200)}{gaps}",
-            title=f"Exported {len(rows):,} loaded messages",
+            title=f"Exported {counted(len(rows), 'loaded message')}",
             markup=False,
         )
 
@@ -838,6 +840,7 @@ class MailboxView(WorkerFailures, Vertical):
         """Expand or collapse a row; an expanded row is brought into view (its diagnostics
         and body below it, as much as fits, when it was the last row on screen)."""
         self._apply(self.model.toggle(message_id))
+        self._refresh_footer()  # enter now collapses it (or expands it)
         if message_id in self.model.expanded:
             self.call_after_refresh(self.thread.reveal_highlight)
 
@@ -1029,6 +1032,7 @@ class MailboxView(WorkerFailures, Vertical):
             bool(self.model.pending),
             bool(self.model.by_id),
             type(item).__name__,  # a message expands, a gap loads rows, the marker neither
+            isinstance(item, MailboxMessage) and item.id in self.model.expanded,  # collapses
         )
         if offered != self._offered:
             self._offered = offered

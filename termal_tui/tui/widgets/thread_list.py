@@ -9,7 +9,7 @@ an expansion or a page costs what changed, not what is loaded. It relies on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from rich.cells import cell_len
@@ -39,8 +39,12 @@ class ThreadList(OptionList):
     # other one; the key falls through to the binding that applies).
     BINDINGS = [
         Binding("enter", "expand", "Expand", id="expand"),
+        Binding("enter", "collapse", "Collapse", id="collapse"),
         Binding("enter", "load_gap", "Load rows", id="load-gap"),
     ]
+
+    # Whether a row (by key) is expanded: the view that owns the list tells.
+    is_expanded: Callable[[str], bool] = staticmethod(lambda _key: False)
 
     class EndRequested(Message):
         """End was pressed: the view loads down to ``— start of mailbox —``."""
@@ -53,9 +57,13 @@ class ThreadList(OptionList):
         return option.item if isinstance(option, RowOption) else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("expand", "load_gap"):
-            kind = type(self._highlighted_item()).__name__
-            return kind == ("Gap" if action == "load_gap" else "MailboxMessage")
+        if action in ("expand", "collapse", "load_gap"):
+            item = self._highlighted_item()
+            if action == "load_gap":
+                return type(item).__name__ == "Gap"
+            if type(item).__name__ != "MailboxMessage":
+                return False
+            return self.is_expanded(getattr(item, "id", "")) == (action == "collapse")
         return super().check_action(action, parameters)
 
     def action_cursor_down(self) -> None:
@@ -82,6 +90,9 @@ class ThreadList(OptionList):
         return False
 
     def action_expand(self) -> None:
+        self.action_select()
+
+    def action_collapse(self) -> None:
         self.action_select()
 
     def action_load_gap(self) -> None:
