@@ -518,10 +518,25 @@ async def test_a_collision_or_unknown_id_is_one_sentence_and_the_defaults_stay(d
     app = app_for(demo, config=load_config())
     async with app.run_test(size=(120, 40)) as pilot:
         await open_tab(app, pilot, "planner", "backend")
-        notes = [n.message for n in app._notifications]
-        assert any("keys.search: r is already refresh's key" in n for n in notes)
-        assert any("keys.frobnicate: no binding has that id" in n for n in notes)
+        (note,) = [n for n in app._notifications if n.title.startswith("Config")]
+        assert note.title == "Config: 2 problems (defaults kept there)"
+        assert "keys.search: r is already refresh's key" in note.message
+        assert "keys.frobnicate: no binding has that id" in note.message
         assert "/ Search" in footer(app)
+
+
+async def test_many_config_problems_are_one_notification_that_fits(demo, xdg):
+    """Six problems were six notifications, and the first was pushed off the top."""
+    bad = "\n".join(f'frob{n} = "x"' for n in range(7))
+    write_config(xdg, f"interval = -1\n[keys]\n{bad}\n")
+    app = app_for(demo, config=load_config())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        (note,) = [n for n in app._notifications if n.title.startswith("Config")]
+        lines = note.message.splitlines()
+        assert len(lines) == 6 and lines[-1] == "… and 3 more"
+        assert note.title == "Config: 8 problems (defaults kept there)"
+        assert any("interval" in line for line in lines)
 
 
 async def test_a_broken_config_never_stops_the_viewer(demo, xdg):
@@ -530,7 +545,7 @@ async def test_a_broken_config_never_stops_the_viewer(demo, xdg):
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         assert len(app.summaries) == 6
-        (note,) = [n for n in app._notifications if n.title == "Config"]
+        (note,) = [n for n in app._notifications if n.title.startswith("Config")]
         assert "is not valid TOML" in note.message and "using the defaults" in note.message
 
 

@@ -733,6 +733,35 @@ async def test_a_poll_while_the_first_page_waits_to_be_applied_does_not_read_it_
         assert header.loaded == 50 and "50 of latest #140 loaded" in screen_text(app)
 
 
+async def test_stale_says_when_the_last_good_read_was_in_the_index_and_the_health_view(demo):
+    """Like a tab's header: Stale keeps the time (and the index its counts) of the last
+    read that worked, with the reason on a line of its own; not the time of the failure."""
+    from tests.test_viewer_monitor import move_away
+
+    clock = Clock()
+    app = clocked_app(demo, clock, interval=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+
+        def status() -> str:
+            return str(index.query_one("#index-status", Static).render())
+
+        await wait_for(lambda: "● Live 12:00:00 · 6 mailboxes · 42 unread" in status())
+        await press(app, pilot, "h")
+        health = app.screen
+        line = lambda: str(health.query_one("#health-status", Static).render())  # noqa: E731
+        await wait_for(lambda: "● Live 12:00:00" in line())
+        clock.now = FIXED_NOW + timedelta(minutes=5)
+        move_away(demo)
+        await wait_for(lambda: "Stale" in line() and "gone" in line())
+        assert line().startswith("● Stale 12:00:00") and "\nthe database file" in line()
+        await press(app, pilot, "escape")
+        await wait_for(lambda: "Stale" in status())
+        assert status().startswith("● Stale 12:00:00 · 6 mailboxes · 42 unread\n"), status()
+        assert "gone" in status()
+
+
 # ------------------------------------------------------------------ export
 
 

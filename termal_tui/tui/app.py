@@ -38,6 +38,7 @@ from termal_tui.tui.messages import (
 )
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
+from termal_tui.vocabulary import counted
 
 if TYPE_CHECKING:
     from termal_tui.attention import Watch
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 INDEX_PANE: Final = "index"
 DEFAULT_POLL_SECONDS: Final = 8.0
 RETRY_OPEN_SECONDS = 2.0
+MAX_CONFIG_SHOWN: Final = 5  # config problems listed in the one notification
 # A viewer never waits long for a lock: it shows Stale and tries again on its next tick.
 READER_BUSY_TIMEOUT_MS = 250
 TAB_TITLE_CHARS: Final = 28
@@ -175,13 +177,16 @@ class MailboxApp(App[None]):
             from termal_tui.attention import Watch
 
             self._watch = Watch(config.attention.watch, config.attention.every)
-        for problem in problems:
+        if problems:  # one notification, however many: several would push off the screen
+            shown = [f"• {visible_line(problem, 400)}" for problem in problems[:MAX_CONFIG_SHOWN]]
+            if len(problems) > MAX_CONFIG_SHOWN:
+                shown.append(f"… and {len(problems) - MAX_CONFIG_SHOWN:,} more")
             self.notify(
-                visible_line(problem, 400),
-                title="Config",
+                "\n".join(shown) if len(problems) > 1 else visible_line(problems[0], 400),
+                title=f"Config: {counted(len(problems), 'problem')} (defaults kept there)",
                 severity="warning",
                 markup=False,
-                timeout=15,
+                timeout=20,
             )
 
     def binding_ids(self) -> dict[str, tuple[str, str]]:

@@ -215,7 +215,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
         Binding("escape,b", "dismiss(None)", "Back", id="board-back"),
         Binding("t", "toggle_tombstones", "Tombstones", id="board-tombstones"),
         Binding("r", "refresh", "Refresh", id="board-refresh"),
-        Binding("tab", "switch_list", "Projects/keys", show=False),
+        Binding("tab", "switch_list", "Projects/keys"),
     ]
 
     def __init__(

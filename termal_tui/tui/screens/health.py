@@ -134,6 +134,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self._counts: Counts | None = None
         self._finished_at = -1e9
         self._took = 0.0  # seconds the last pass took
+        self._good_at: str | None = None  # when the last pass that read the file ended
 
     def _now(self) -> datetime:
         return self.clock() if self.clock is not None else datetime.now().astimezone()
@@ -205,9 +206,10 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         )
 
     def _state(self, live: bool) -> Content:
-        moment = self._now().strftime("%H:%M:%S")
+        """``● Live 12:00:00``; Stale with the time of the last good pass (as tabs do)."""
         if not live:
-            return Content.styled(f"● Stale {moment}", "bold $error")
+            return Content.styled(f"● Stale {self._good_at or '--:--:--'}", "bold $error")
+        moment = self._good_at = self._now().strftime("%H:%M:%S")
         if self.interval <= 0:
             return Content.styled(f"⏸ Paused {moment}", "bold $warning")
         return Content.styled(f"● Live {moment}", "bold $success")
@@ -223,7 +225,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self.query_one("#health-status", Static).update(
             Content.assemble(
                 self._state(live=False),
-                " ",
+                Content.styled(" · the findings of that pass\n", "$foreground 65%"),
                 Content.styled(visible_line(event.error, 200), "$error"),
             )
         )

@@ -64,7 +64,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     # Its own footer: the tab's keys do nothing here.
     BINDINGS = [
         Binding("escape", "close", "Close", id="search-close"),
-        Binding("down", "to_results", "Results", show=False),
+        Binding("down", "to_results", "Results"),  # offered from the query box
     ]
 
     def __init__(

@@ -139,6 +139,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self._totals_at = -1e9  # when the totals were last counted, and how long it took
         self._totals_took = 0.0
         self._counting = False
+        self._good_at: str | None = None  # the time of the last good read (Stale shows it)
         self._version_of: MailboxReader | None = None
         self._age_timer: Timer | None = None
 
@@ -559,8 +560,12 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             if self.summaries:
                 self.show(self.summaries, self._status(self.summaries))
 
-    def _status(self, summaries: list[MailboxSummary]) -> Content:
-        if self.snapshot:
+    def _status(self, summaries: list[MailboxSummary], stale: str = "") -> Content:
+        """``● Live 12:00:00 · 6 mailboxes · 42 unread``; ``stale``: the reason the last
+        read failed, on its own line under the time and counts of the last good one."""
+        if stale:
+            state = Content.styled("● Stale", "bold $error")
+        elif self.snapshot:
             state = Content.styled("◼ Snapshot", "bold $warning")
         elif self.interval <= 0:
             state = Content.styled("⏸ Paused", "bold $warning")
@@ -586,30 +591,33 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
                 found = f"{matched:,} of {counted} mailboxes match “{needle}”"
             else:
                 found = f"no mailbox matches “{needle}” (of {counted}) · escape clears"
-            return Content.assemble(
-                state,
-                Content.styled(
-                    f" {self.clock().strftime('%H:%M:%S')} · {found}", "$foreground 65%"
-                ),
+            words = found
+        else:
+            words = (
+                f"{counted} mailbox{'es' if count != 1 else ''} · "
+                f"{unread:,}{'+' if counted[-1] == '+' else ''} unread"
             )
-        return Content.assemble(
-            state,
-            Content.styled(
-                f" {self.clock().strftime('%H:%M:%S')} · {counted} mailbox"
-                f"{'es' if count != 1 else ''} · {unread:,}{'+' if counted[-1] == '+' else ''}"
-                " unread",
-                "$foreground 65%",
-            ),
+        if not stale:
+            self._good_at = self.clock().strftime("%H:%M:%S")
+        status = Content.assemble(
+            state, Content.styled(f" {self._good_at or '--:--:--'} · {words}", "$foreground 65%")
         )
+        if stale:
+            status += Content("\n") + Content.styled(visible_line(stale, 300), "$error")
+        return status
 
     def show_error(self, reason: str) -> None:
-        self.set_status(
-            Content.assemble(
-                Content.styled("● Stale", "bold $error"),
-                " ",
-                Content.styled(visible_line(reason, 300), "$error"),
+        """Stale: the time and counts of the last good read, and why this one failed."""
+        if not self.summaries:
+            self.set_status(
+                Content.assemble(
+                    Content.styled("● Stale", "bold $error"),
+                    " ",
+                    Content.styled(visible_line(reason, 300), "$error"),
+                )
             )
-        )
+            return
+        self.set_status(self._status(self.summaries, stale=reason))
 
     def show(self, summaries: list[MailboxSummary], status: Content) -> None:
         cards = self.query_one("#cards", OptionList)
