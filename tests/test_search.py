@@ -55,7 +55,7 @@ async def test_no_hit_says_so(tmp_path):
         screen = await _search(app, pilot, "absent words")
         await settle(app, pilot)
         assert screen.matches == [] and screen.done
-        assert "No message contains “absent words”." in str(
+        assert "No message in alpha ⇄ beta contains “absent words”." in str(
             screen.query_one("#search-status").render()
         )
 

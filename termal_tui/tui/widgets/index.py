@@ -139,6 +139,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self._totals_at = -1e9  # when the totals were last counted, and how long it took
         self._totals_took = 0.0
         self._counting = False
+        self._totals_stale = False  # a commit since the last count
         self._good_at: str | None = None  # the time of the last good read (Stale shows it)
         self._version_of: MailboxReader | None = None
         self._age_timer: Timer | None = None
@@ -326,6 +327,8 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             if due:
                 self._health_at = time.monotonic()
                 self.load_markers()
+            elif self.more and self._totals_stale and self._totals_due():
+                self.load_totals()  # a commit came while the last count was recent
             return
         more = len(summaries) >= limit
         reason = ""
@@ -337,8 +340,10 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self._health_at = time.monotonic()
             # After the cards are drawn: these passes must not delay the first screen.
             self.call_after_refresh(self._follow_up, more)
-        elif more and self._totals_due():
-            self.call_after_refresh(self.load_totals)
+        elif more:
+            self._totals_stale = True  # counted again now, or on a later poll when due
+            if self._totals_due():
+                self.call_after_refresh(self.load_totals)
 
     def _follow_up(self, more: bool) -> None:
         if more:
@@ -403,6 +408,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         if self.reader is None or self._counting:
             return  # one count at a time: the running one answers
         self._counting = True
+        self._totals_stale = False  # a commit from now on makes it stale again
         started = time.monotonic()
         try:
             mailboxes, unread = await self.reader.index_totals(session_id=self.session_id)
