@@ -855,8 +855,13 @@ async def test_a_filter_typed_on_a_small_index_asks_the_store_once_it_outgrows_a
         # agent-5 is in mailboxes 4 and 5, agent-50…59 in 49…59, and the two new ones
         # (a poll may fall between the two sends: the count follows on the next).
         await wait_for(lambda: index.more and index.match_count == 2 + 11 + 2)
-        status = str(index.query_one("#index-status", Static).render())
-        assert "searching" not in status and "15 of 101 mailboxes match “agent-5”" in status, status
+
+        def status() -> str:
+            return str(index.query_one("#index-status", Static).render())
+
+        # The totals follow (a count spaced by what the last one cost).
+        await wait_for(lambda: "15 of 101 mailboxes match “agent-5”" in status())
+        assert "searching" not in status()
 
 
 async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path, monkeypatch):
