@@ -143,6 +143,30 @@ async def test_the_human_index_counts_unread_per_participant(demo):
     assert "unreadCount" not in thread.participants[0].to_wire()
 
 
+async def test_a_session_s_view_marks_only_its_own_stuck_rows(demo):
+    """A session's view counts the session's own unread rows; its ⚠ markers are its own
+    too (a card showed the other side's "woken, not processed")."""
+    from termal_tui.health import Thresholds, health_report
+    from termal_tui.vocabulary import FINDING_WORDS
+
+    async with open_reader(demo) as reader:
+        report = await health_report(reader, now=FIXED_NOW, thresholds=Thresholds())
+    own: dict[str, str] = {}
+    others: dict[str, str] = {}
+    for finding in report.findings:
+        if finding.severity >= 2:
+            side = own if finding.session_id == "session-1" else others
+            side.setdefault(finding.mailbox_id, FINDING_WORDS[finding.kind])
+    assert set(others) - set(own)  # the demo has mailboxes stuck on the other side only
+    app = without_animation(make_app(demo, session_id="session-1", clock=Clock()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = index_of(app)
+        await wait_for(lambda: index.problems)
+        shown = {s.id for s in index.summaries}
+        assert index.problems == {key: word for key, word in own.items() if key in shown}
+
+
 async def test_the_index_cards_say_who_is_behind(demo):
     app = clocked_app(demo, Clock())
     async with app.run_test(size=(120, 40)) as pilot:

@@ -438,6 +438,8 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             self.marking = False
         worst: dict[str, str] = {}
         for finding in report.findings:  # ranked: the first per mailbox is worst
+            if self.session_id is not None and finding.session_id != self.session_id:
+                continue  # a session's view: its own unread rows only, as its counts
             if finding.severity >= 2:
                 worst.setdefault(finding.mailbox_id, PROBLEM_WORDS[finding.kind])
         self.post_message(MarkersLoaded(worst))
