@@ -181,6 +181,31 @@ async def test_help_explains_every_state_and_marker_in_the_same_words(demo):
 # ----------------------------------------------------------- 5. narrow, resize
 
 
+def test_a_row_s_second_line_says_when_more_of_the_body_is_cut():
+    """At 60 columns a row showed its first sentence and nothing after it, with no sign
+    the body goes on; at every width the line fits and ends with … when text is cut."""
+    from termal_tui.models import MailboxMessage, MailboxSummary
+    from termal_tui.tui.render import message_row
+
+    message = MailboxMessage(
+        id="m-1",
+        mailbox_id="mb",
+        sequence=1,
+        sender_session_id="s-a",
+        sender_name="planner",
+        target_session_id="s-b",
+        target_name="backend",
+        created_at="2026-11-30T12:00:00Z",
+        body="Step 139: please take the perf work next. Keep the change small and report.",
+        notification_state="durableButNotWoken",
+    )
+    summary = MailboxSummary(id="mb", participants=[], latest_sequence=1, unread_count=1)
+    for width in range(30, 121):
+        second = message_row(message, summary, False, width=width).plain.splitlines()[1]
+        assert len(second) <= width, (width, second)
+        assert second.endswith("report.") or second.endswith("…"), (width, second)
+
+
 async def test_rows_follow_the_width_both_ways_with_an_ellipsis(tmp_path):
     long_body = "Row {n}. Details follow in the attached log with many more words " * 3
     path = await big(tmp_path, 600, long_body)

@@ -302,6 +302,8 @@ def message_row(
             Content.styled(" — ", base or "$foreground 65%"),
             line(rest, base, remaining),
         )
+    elif rest:  # no room for the rest: an ellipsis says there is more
+        summary_line = line(f"{title} …", base or "bold", room)
     lines.append(Content("   ") + summary_line)
     if expanded:
         lines.extend(_details(message, envelope, body_lines, width))
