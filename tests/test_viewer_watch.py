@@ -20,7 +20,7 @@ from termal_tui.tui.render import card, short_id
 from termal_tui.tui.widgets import index as index_module
 from termal_tui.tui.widgets import mailbox_view as view_module
 from termal_tui.tui.widgets.index import PAGE_CARDS, MailboxIndex
-from termal_tui.tui.widgets.mailbox_view import MailboxView
+from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.vocabulary import Ages
 from tests.viewer_support import (
     FIXED_NOW,
@@ -696,7 +696,6 @@ async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races
     real width) or long after: either way the header ends up counting the rows shown,
     never ``0 of latest``."""
     from termal_tui.store.reader import MailboxReader
-    from termal_tui.tui.widgets.mailbox_view import ThreadHeader
 
     original = MailboxReader.read_page
 
@@ -705,6 +704,15 @@ async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races
         return await original(self, *args, **kwargs)
 
     monkeypatch.setattr(MailboxReader, "read_page", slow)
+    header, text = await _header_three_polls_after_start(demo)
+    assert header.loaded == 50 and header.latest == 140
+    assert "50 of latest #140 loaded" in text
+    assert "0 of latest" not in text.replace("50 of latest", "")
+
+
+async def _header_three_polls_after_start(demo: Path) -> tuple[ThreadHeader, str]:
+    """The 140-row thread opened at start (polling every 0.1 s): its header and the
+    screen's text three polls after its first page was applied."""
     async with open_reader(demo) as reader:
         thread = next(s.id for s in await reader.list_mailboxes() if s.latest_sequence == 140)
     app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, mailbox_id=thread))
@@ -714,9 +722,7 @@ async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races
         await wait_for(lambda: header.loaded > 0)
         await settle(app, pilot)
         await asyncio.sleep(0.3)  # three polls later
-        assert header.loaded == 50 and header.latest == 140
-        assert "50 of latest #140 loaded" in screen_text(app)
-        assert "0 of latest" not in screen_text(app).replace("50 of latest", "")
+        return header, screen_text(app)
 
 
 async def test_a_poll_while_the_first_page_waits_to_be_applied_does_not_read_it_again(
@@ -726,7 +732,7 @@ async def test_a_poll_while_the_first_page_waits_to_be_applied_does_not_read_it_
     arrival (or while it waits for the first layout) read the page again, and the second
     copy made the model forget its rows. The page counts as being read until applied."""
     from termal_tui.store.reader import MailboxReader
-    from termal_tui.tui.widgets.mailbox_view import MailboxView, PageLoaded, ThreadHeader
+    from termal_tui.tui.widgets.mailbox_view import MailboxView, PageLoaded
 
     firsts: list[int] = []
     original_read = MailboxReader.read_page
@@ -744,17 +750,9 @@ async def test_a_poll_while_the_first_page_waits_to_be_applied_does_not_read_it_
 
     monkeypatch.setattr(MailboxReader, "read_page", counted)
     monkeypatch.setattr(MailboxView, "_page_loaded", poll_first)
-    async with open_reader(demo) as reader:
-        thread = next(s.id for s in await reader.list_mailboxes() if s.latest_sequence == 140)
-    app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, mailbox_id=thread))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(lambda: app.active_view() is not None)
-        header = app.query_one(ThreadHeader)
-        await wait_for(lambda: header.loaded > 0)
-        await settle(app, pilot)
-        await asyncio.sleep(0.3)  # three polls later
-        assert firsts == [1]
-        assert header.loaded == 50 and "50 of latest #140 loaded" in screen_text(app)
+    header, text = await _header_three_polls_after_start(demo)
+    assert firsts == [1]
+    assert header.loaded == 50 and "50 of latest #140 loaded" in text
 
 
 async def test_stale_says_when_the_last_good_read_was_in_the_index_and_the_health_view(demo):
