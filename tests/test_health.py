@@ -242,8 +242,14 @@ async def test_the_health_view_posts_typed_results_and_fails_into_one_stale_stat
 
     path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
     for error, shown in (
-        (StoreError("the disk went away"), "● Stale 12:00:00 the disk went away"),
-        (RuntimeError("boom"), "● Stale 12:00:00 unexpected error: RuntimeError: boom"),
+        (
+            StoreError("the disk went away"),
+            "● Stale 12:00:00 · the findings of that pass\nthe disk went away",
+        ),
+        (
+            RuntimeError("boom"),
+            "● Stale 12:00:00 · the findings of that pass\nunexpected error: RuntimeError: boom",
+        ),
     ):
         posted: list[str] = []
         app = app_for(path)
