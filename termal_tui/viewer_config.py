@@ -214,12 +214,12 @@ def checked_keymap(
     an app-wide binding) are one sentence each, and those bindings keep their defaults."""
     problems: list[str] = []
     accepted: dict[str, str] = {}
+    listed = False  # the known ids are listed once, with the first unknown one
     for binding_id, wanted in keys.items():
         if binding_id not in bindings:
-            problems.append(
-                f"keys.{binding_id}: no binding has that id (known: {', '.join(sorted(bindings))});"
-                " the defaults stay."
-            )
+            known = "" if listed else f" (known: {', '.join(sorted(bindings))})"
+            listed = True
+            problems.append(f"keys.{binding_id}: no binding has that id{known}; the defaults stay.")
             continue
         accepted[binding_id] = ",".join(normalize_key(k) for k in wanted.split(","))
 

@@ -419,8 +419,12 @@ async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(boa
             await put(old, P1, "ghost.key", "written to the old file", 0, "planner")
         async with open_board_writer(board_db) as writer:  # a new, empty file at the path
             await put(writer, P2, "fresh.key", 1, 0, "docs")
-        await wait_for(lambda: "this key is gone" in screen_text(app))
+        await wait_for(lambda: "this key is not on the board now" in screen_text(app))
         assert key_screen.key == gone_key and key_screen.head is None
+        await asyncio.sleep(4 * INTERVAL)  # ticks later it still says so, and shows nothing old
+        assert "this key is not on the board now" in screen_text(app)
+        value = str(key_screen.query_one("#key-value", Static).render())
+        assert value == "" and key_screen.query_one("#history", DataTable).row_count == 0
         await pilot.press("escape")
         await wait_for(lambda: [h.key for h in screen.shown] == ["fresh.key"])
         await wait_for(lambda: "Live" in screen_text(app) and "1 project" in screen_text(app))
@@ -445,9 +449,37 @@ async def test_the_key_screen_s_ages_move_on_while_nothing_changes(board_db):
         table = app.screen.query_one("#history", DataTable)
         ages = [str(table.get_row_at(index)[4]) for index in range(table.row_count)]
         assert ages and all(age.endswith("h ago") for age in ages), ages
+        # The column grows with its text (it kept its first width: "1 min ag").
+        now[0] = FIXED_NOW + timedelta(days=40)
+        await wait_for(lambda: str(table.get_row_at(0)[4]).endswith(" d ago"))
+        widest = max(len(str(table.get_row_at(i)[4])) for i in range(table.row_count))
+        assert table.ordered_columns[4].content_width >= widest
         meta = str(app.screen.query_one("#key-meta", Static).render())
         assert re.search(r" · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", meta), meta  # with its zone
         assert not re.search(r"\dT\d\d:", meta)  # not the stored ISO text
+
+
+async def test_a_project_committed_between_two_reads_does_not_crash_the_board(
+    board_db, monkeypatch
+):
+    """A tick reads the generations, then the projects: one committed in between is
+    listed without a generation. It crashed the viewer (KeyError); now another project
+    is shown and the next tick has both."""
+    original = BoardReader.generations
+
+    async def before_the_newcomer(self: Any) -> dict[str, int]:
+        generations = await original(self)
+        generations.pop(P1, None)  # P1 sorts first: "committed after this read"
+        return generations
+
+    monkeypatch.setattr(BoardReader, "generations", before_the_newcomer)
+    app = app_for(board_db, poll_interval=INTERVAL)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_board(app, pilot)
+        assert screen.scope_id in (P2, P3)
+        monkeypatch.undo()
+        await wait_for(lambda: screen.generations is not None and P1 in screen.generations)
+        assert app.is_running
 
 
 async def test_an_empty_board_says_so(tmp_path):

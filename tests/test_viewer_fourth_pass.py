@@ -343,6 +343,13 @@ async def test_search_enter_and_down_move_to_results_with_snippet_time_and_mailb
         assert "ago" in prompt and "planner ⇄ backend" in prompt
         assert "migration" in prompt.splitlines()[-1].lower()
         screen.query_one("#query", Input).focus()
+        await pilot.pause()
+        offered = {
+            key: b.binding.description
+            for key, b in app.active_bindings.items()
+            if b.binding.show and b.enabled
+        }
+        assert offered.get("down") == "Results"  # the footer says where down goes
         await pilot.press("down")
         assert app.focused is results
         await pilot.press("enter")  # a result: jumps there

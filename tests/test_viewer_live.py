@@ -111,6 +111,26 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         assert "▲ 1 new message above — press n to show" in screen_text(app)
 
 
+async def test_an_expanded_top_row_keeps_the_highlight_when_new_rows_arrive(demo):
+    """Reading the newest row expanded is reading, not watching: new rows are announced
+    above it (they pushed it down and the highlight off it)."""
+    app = live_app(demo)
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = await open_tab(app, pilot, "planner", "backend")
+        assert view.thread.highlighted == 0
+        top = view.messages[0]
+        await pilot.press("enter")  # expanded
+        await settle(app, pilot)
+        await append(demo, "arrives while reading the top row")
+        await wait_for(lambda: view.pending)
+        await settle(app, pilot)
+        assert view.highlighted_message() == top and view.thread.highlighted == 0
+        assert "new message above" in screen_text(app)
+        await pilot.press("enter")  # collapsed: watching the top again
+        await append(demo, "and one more")
+        await wait_for(lambda: not view.pending and view.messages[0].sequence == top.sequence + 2)
+
+
 async def test_the_index_polls_by_itself(demo):
     app = live_app(demo)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -353,7 +353,9 @@ class BoardScreen(WorkerFailures, Screen[None]):
                 names = await asyncio.to_thread(project_names, self.db_path)
             scope_id = self.scope_id
             if scope_id not in generations:
-                scope_id = scopes[0].scope_id if scopes else None
+                # Two reads: a project committed between them is in the list but has no
+                # generation read yet; the next tick shows it.
+                scope_id = next((s.scope_id for s in scopes if s.scope_id in generations), None)
             entries = None
             if scope_id is not None and (
                 force or scope_id != self.scope_id or generations[scope_id] != self.heads_generation
@@ -404,7 +406,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
             self.heads, self.heads_generation, self.scope_id = [], -1, None
             self._show_keys()
         elif event.entries is not None:
-            self._set_heads(event.scope_id, event.generations[event.scope_id], event.entries)
+            self._set_heads(event.scope_id, event.generations.get(event.scope_id, 0), event.entries)
 
     @on(ScopeEntries)
     def _scope_entries(self, event: ScopeEntries) -> None:
@@ -517,7 +519,10 @@ class BoardScreen(WorkerFailures, Screen[None]):
             live = len(self.heads) - tombstones
             status.update(
                 Content.assemble(
-                    Content.styled(cap(scope_title(scope, self.names), 40), "bold"),
+                    # The name takes what the counts leave of the line.
+                    Content.styled(
+                        cap(scope_title(scope, self.names), max(24, (width or 80) - 44)), "bold"
+                    ),
                     Content.styled(f" · {counted(live, 'key')}{toggle}{reading}", MUTED),
                 )
             )
@@ -577,6 +582,11 @@ class BoardScreen(WorkerFailures, Screen[None]):
 
 
 # ----------------------------------------------------------------- key screen
+
+
+KEY_GONE: Final = (
+    "this key is not on the board now (its project was deleted, or the file was replaced)"
+)
 
 
 class BoardKeyScreen(WorkerFailures, Screen[None]):
@@ -698,9 +708,8 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
             return
         now = self.clock()
         for index, head in enumerate(self.revisions):
-            table.update_cell(
-                f"rev-{index}", self._age_column, Text(age_text(head.updated_at, now))
-            )
+            age = Text(age_text(head.updated_at, now))  # may be wider ("2 min ago")
+            table.update_cell(f"rev-{index}", self._age_column, age, update_width=True)
 
     @on(KeyLoaded)
     def _loaded(self, event: KeyLoaded) -> None:
@@ -709,8 +718,8 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         self.head = event.head
         self.history = event.history
         self._mark_live()
-        if event.head is None:
-            self.query_one(BoardHeader).error = "this key is gone (its project was deleted)"
+        if event.head is None:  # nothing of what it was stays on screen
+            self.query_one("#key-value", Static).update(Content(""))
         self._show_head()
         self._show_history()
 
@@ -722,7 +731,10 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
             self._show_value(revisions[event.cursor_row])
 
     def _mark_live(self) -> None:
-        self.query_one(BoardHeader).show_live(self.snapshot, self.interval, self.clock())
+        header = self.query_one(BoardHeader)
+        header.show_live(self.snapshot, self.interval, self.clock())
+        if self.head is None:  # said on every tick while it lasts
+            header.error = KEY_GONE
 
     def _show_head(self) -> None:
         self._show_meta()

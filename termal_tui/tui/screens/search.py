@@ -52,6 +52,13 @@ def snippet(text: str, needle: str, room: int = SNIPPET_CHARS) -> tuple[str, int
     return shown, offset, offset + len(needle)
 
 
+class QueryInput(Input):
+    """The query box: down goes to the results, and the footer says so (the input's
+    own hidden binding for down would hide the screen's)."""
+
+    BINDINGS = [Binding("down", "screen.to_results", "Results")]
+
+
 class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     DEFAULT_CSS = """
     SearchScreen { align: center top; }
@@ -64,7 +71,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     # Its own footer: the tab's keys do nothing here.
     BINDINGS = [
         Binding("escape", "close", "Close", id="search-close"),
-        Binding("down", "to_results", "Results"),  # offered from the query box
+        Binding("down", "to_results", "Results", show=False),
     ]
 
     def __init__(
@@ -94,7 +101,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Input(
+            yield QueryInput(
                 placeholder="search bodies and topics (enter: search, then ↓ to the results)",
                 id="query",
             )
@@ -214,6 +221,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         )
         if start == 0:
             results.highlighted = 0
+            self.refresh_bindings()  # ↓ Results is offered from the query box now
             if self._to_results:
                 self._to_results = False
                 results.focus()
@@ -225,20 +233,21 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             if self.now is not None
             else visible_line(message.created_at, 40)
         )
-        where = f" · {self.mailbox_title}" if self.mailbox_title else ""
+        # The mailbox last: the same on every row, it is what a narrow line gives up.
+        where = f"  · {self.mailbox_title}" if self.mailbox_title else ""
         room = self._room()
         head = Content.assemble(
             Content.styled(f"#{message.sequence:,}  ", "bold"),
             Content(visible_line(f"{message.sender_name} → {message.target_name}", 40)),
-            Content.styled(f"  {when}{where}", "$foreground 65%"),
+            Content.styled(f"  {when}", "$foreground 65%"),
             "  ",
             Content.styled(visible_line(row_title(message), 80), "bold"),
+            Content.styled(where, "$foreground 65%"),
         )
         if head.cell_length > room:  # one line, cut with an ellipsis (never wrapped)
             head = head.truncate(room, ellipsis=True)
-        text, start, end = snippet(
-            f"{message.topic or ''} {message.body}", self._needle, max(10, room - 3)
-        )
+        searched = f"{message.topic} — {message.body}" if message.topic else message.body
+        text, start, end = snippet(searched, self._needle, max(10, room - 3))
         line = Content("   " + text)
         if start >= 0:
             line = line.stylize("bold reverse", start + 3, end + 3)

@@ -978,8 +978,13 @@ class MailboxView(WorkerFailures, Vertical):
             self.thread.highlighted = min(highlighted, len(options) - 1)
 
     def _reader_at_top(self) -> bool:
+        """Watching the top (new rows come in there at once), not reading a row: an
+        expanded top row keeps the highlight, and new rows are announced above it."""
         thread = self.thread
-        return thread.scroll_y == 0 and thread.highlighted in (None, 0)
+        if thread.scroll_y != 0 or thread.highlighted not in (None, 0):
+            return False
+        top = self.highlighted_message()
+        return top is None or top.id not in self.model.expanded
 
     def _mark_live(self, chrome: bool = True) -> None:
         self.live = True
