@@ -316,6 +316,17 @@ async def test_a_gap_row_offers_to_load_rows_not_to_expand(tmp_path):
         assert len(view.messages) > 101  # enter loaded the rows there
 
 
+async def test_at_60_columns_the_index_footer_keeps_the_filter_over_the_tab_keys(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await open_tab(app, pilot, "planner", "backend")
+        await pilot.press("0")
+        await settle(app, pilot)
+        line = footer(app)
+        assert "/ Filter" in line and "h Health" in line, line  # [ ] Tabs gave way first
+        assert len(line) <= 60
+
+
 async def test_the_tab_footer_offers_search_copy_export_and_quit_at_120(demo):
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:

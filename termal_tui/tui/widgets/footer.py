@@ -21,10 +21,10 @@ DROP_ORDER: Final = (
     "close",
     "app.show_index",
     "show_index",
+    "previous_tab",  # ctrl+← / ctrl+→ and the palette reach the tabs too
     "filter",
     "app.health",
     "health",
-    "previous_tab",
     "full_body",
 )
 KEEP: Final = frozenset({"app.help", "help", "dismiss", "app.pop_screen"})  # kept last
