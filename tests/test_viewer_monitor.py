@@ -5,6 +5,7 @@ a screenful first. Polling tests wait the timer out (``wait_for``), never press 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,32 @@ async def test_the_reader_knows_its_file_is_gone_or_another_one(demo):
         with pytest.raises(Exception, match="gone"):
             await reader.list_mailboxes()
         await new_file(demo, "A new file.")
+        assert reader.file_state() == FILE_SWAPPED
+
+
+@pytest.mark.parametrize("which", ["mailboxes", "board"])
+async def test_a_file_swapped_while_its_reader_opens_is_noticed(demo, monkeypatch, which):
+    """The identity is taken before the connection opens: a file put at the path just
+    after the connection opened the old one is "another file", never the reader's own
+    (it was, for good: the reader showed the old file as live)."""
+    import termal_tui.store.board.reader as board_module
+    import termal_tui.store.reader as reader_module
+    from termal_tui.store.board.reader import open_board_reader
+
+    module = reader_module if which == "mailboxes" else board_module
+    opener = open_reader if which == "mailboxes" else open_board_reader
+    original = module._open_verified
+    spare = demo.with_name("spare.sqlite")
+    shutil.copy(demo, spare)
+
+    async def then_swapped(*args, **kwargs):
+        opened = await original(*args, **kwargs)
+        if not kwargs.get("immutable") and spare.exists():  # the real open, not a probe
+            os.replace(spare, demo)  # another file at the path, after the connection opened
+        return opened
+
+    monkeypatch.setattr(module, "_open_verified", then_swapped)
+    async with opener(demo) as reader:
         assert reader.file_state() == FILE_SWAPPED
 
 

@@ -62,9 +62,12 @@ class FollowsPath:
     identity: tuple[int, int] | None
     closed: bool
 
-    def follow(self, path: Path) -> None:
+    def follow(self, path: Path, identity: tuple[int, int] | None = None) -> None:
+        """``identity``: the file's, taken before its connection was opened (a file
+        swapped during the open is then noticed, at worst as one needless reopen);
+        without it, the file at ``path`` now."""
         self.path = path
-        self.identity = file_identity(path)
+        self.identity = identity if identity is not None else file_identity(path)
         self.closed = False
 
     def file_state(self) -> str | None:
@@ -118,7 +121,10 @@ __all__ = [
 
 async def run(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """Run ``work`` on the connection's own thread: one thread hop for a whole transaction."""
-    conn = db._conn  # aiosqlite's underlying sqlite3 connection, used only on its thread
+    try:
+        conn = db._conn  # aiosqlite's underlying sqlite3 connection, used only on its thread
+    except ValueError as error:  # aiosqlite's "no active connection": closed meanwhile
+        raise sqlite3.ProgrammingError("this connection was closed") from error
     return await db._execute(work, conn)
 
 

@@ -51,6 +51,7 @@ from termal_tui.store.connection import (
     connect_read_only,
     describe_error,
     directory_writable,
+    file_identity,
     inspect_database_file,
     read_snapshot,
     run,
@@ -70,6 +71,7 @@ class MailboxReader(FollowsPath):
         path: Path,
         info: SchemaInfo,
         snapshot: str | None = None,
+        identity: tuple[int, int] | None = None,
     ) -> None:
         self._db = db
         self.path = path
@@ -78,7 +80,7 @@ class MailboxReader(FollowsPath):
         self.snapshot = snapshot
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
-        self.follow(path)  # the file this connection reads
+        self.follow(path, identity)  # the file this connection reads
 
     async def _snapshot(self, work: Callable[[sqlite3.Connection], T], single: bool = False) -> T:
         """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""
@@ -299,6 +301,7 @@ async def open_reader(
     """Open a coordination database read-only. Raises a StoreError with one sentence."""
     resolved = Path(path).expanduser()
     is_wal = inspect_database_file(resolved)
+    identity = file_identity(resolved)  # before connecting: the file the connection reads
     snapshot: str | None = None
     sidecars_missing = is_wal and not (
         Path(f"{resolved}-wal").exists() and Path(f"{resolved}-shm").exists()
@@ -326,7 +329,7 @@ async def open_reader(
         # The directory looked writable but SQLite could not set up the WAL index.
         snapshot = "cannot set up the WAL index: this is a snapshot and live refresh is off"
         db, info = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
-    reader = MailboxReader(db, resolved, info, snapshot)
+    reader = MailboxReader(db, resolved, info, snapshot, identity)
     try:
         yield reader
     finally:

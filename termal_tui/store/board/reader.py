@@ -29,6 +29,7 @@ from termal_tui.store.connection import (
     connect_read_only,
     describe_error,
     directory_writable,
+    file_identity,
     inspect_database_file,
     is_busy,
     read_snapshot,
@@ -55,9 +56,17 @@ class BoardReader(FollowsPath):
     connection (for instance a mailbox reader's) with ``BoardReader(db, path)``.
     """
 
-    def __init__(self, db: aiosqlite.Connection, path: Path, snapshot: str | None = None) -> None:
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        path: Path,
+        snapshot: str | None = None,
+        identity: tuple[int, int] | None = None,
+    ) -> None:
         self._db = db
-        self.follow(path)  # the file this connection reads (a moved or replaced one fails)
+        # The file this connection reads (a moved or replaced one fails): pass the
+        # identity taken before the connection was opened when it is someone else's.
+        self.follow(path, identity)
         # Why this is an immutable snapshot (no live changes can be seen), or None.
         self.snapshot = snapshot
         self._lock = asyncio.Lock()
@@ -190,6 +199,7 @@ async def open_board_reader(
     cannot be written is read as an immutable snapshot). Raises a StoreError."""
     resolved = Path(path).expanduser()
     is_wal = inspect_database_file(resolved)
+    identity = file_identity(resolved)  # before connecting: the file the connection reads
     snapshot: str | None = None
     wal, shm = Path(f"{resolved}-wal"), Path(f"{resolved}-shm")
     sidecars_missing = is_wal and not (wal.exists() and shm.exists())
@@ -212,7 +222,9 @@ async def open_board_reader(
             raise
         snapshot = "cannot set up the WAL index: this is a snapshot and live refresh is off"
         db = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+    reader = BoardReader(db, resolved, snapshot, identity)
     try:
-        yield BoardReader(db, resolved, snapshot)
+        yield reader
     finally:
+        reader.closed = True
         await db.close()
