@@ -398,7 +398,7 @@ async def test_a_failed_read_shows_stale_and_keeps_the_rows(board_db, monkeypatc
         assert screen.shown
 
 
-async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(board_db):
+async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(board_db, monkeypatch):
     """Like the tabs: a board over a moved-away file is Stale with the reason (it kept
     reading the old inode, "Live"), and a new file at the path is read from scratch,
     the key screen on top too."""
@@ -421,7 +421,16 @@ async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(boa
             await put(writer, P2, "fresh.key", 1, 0, "docs")
         await wait_for(lambda: "this key is not on the board now" in screen_text(app))
         assert key_screen.key == gone_key and key_screen.head is None
-        await asyncio.sleep(4 * INTERVAL)  # ticks later it still says so, and shows nothing old
+        ticks = [0]
+        original = BoardReader.generation
+
+        async def counted(self: Any, *args: Any) -> int:
+            ticks[0] += 1
+            return await original(self, *args)
+
+        monkeypatch.setattr(BoardReader, "generation", counted)
+        await wait_for(lambda: ticks[0] >= 3)  # ticks later it still says so, nothing old
+        await settle(app, pilot)
         assert "this key is not on the board now" in screen_text(app)
         value = str(key_screen.query_one("#key-value", Static).render())
         assert value == "" and key_screen.query_one("#history", DataTable).row_count == 0

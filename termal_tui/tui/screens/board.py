@@ -94,6 +94,7 @@ class KeyLoaded(Message):
     generation: int
     head: BoardHead | None  # None: the key is gone (its scope was deleted)
     history: list[BoardHead]
+    opened: int = 0  # which file it was read from (BoardKeyScreen counts reopens)
 
 
 # -------------------------------------------------------------------- header
@@ -617,6 +618,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         self.scope_name = scope_name
         self.head: BoardHead | None = head
         self._key = head.key  # kept when the key is gone (its project deleted, a new file)
+        self._opened = 0  # reopens seen (a replaced file)
         self.history: list[BoardHead] = []
         self._age_column: ColumnKey | None = None
         self.interval = interval
@@ -656,7 +658,9 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
 
     def reopen(self, _mailboxes: object = None) -> None:
         """Another file is at the path: this key is read from it (the board's reader is
-        opened again), or said to be gone."""
+        opened again), or said to be gone. A read of the old file still running is
+        dropped when it answers, and read again."""
+        self._opened += 1
         self.generation = -1
         if not self.reading:
             self.load()
@@ -678,6 +682,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         if self.reading:
             return
         self.reading = True
+        opened = self._opened
         try:
             reader = await self.reader()
             generation = await reader.generation(self.scope_id)
@@ -690,7 +695,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
             history = await reader.history(self.scope_id, key)
         finally:
             self.reading = False
-        self.post_message(KeyLoaded(generation, head, history))
+        self.post_message(KeyLoaded(generation, head, history, opened))
 
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:
@@ -714,6 +719,9 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
     @on(KeyLoaded)
     def _loaded(self, event: KeyLoaded) -> None:
         event.stop()
+        if event.opened != self._opened:  # read from the file that was replaced
+            self.load()
+            return
         self.generation = event.generation
         self.head = event.head
         self.history = event.history

@@ -135,6 +135,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             self._needle = needle
             self._to_results = True
             self.matches = []
+            self.refresh_bindings()  # nothing to go down to until this one finds some
             self.done = False
             self.failed = False
             self._scan_number += 1

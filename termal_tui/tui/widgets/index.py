@@ -141,6 +141,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self._counting = False
         self._totals_stale = False  # a commit since the last count
         self._good_at: str | None = None  # the time of the last good read (Stale shows it)
+        self._stale_reason = ""  # why the last read failed, until one succeeds
         self._version_of: MailboxReader | None = None
         self._age_timer: Timer | None = None
 
@@ -194,6 +195,9 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.problems = {}
         self._health_at = -1e9
         self.refreshing = False  # a read of the old file in flight fails on its own
+        # The old file's totals are not this one's; a count still running on it is
+        # dropped when it answers (load_totals).
+        self.totals, self._counting, self._totals_at = None, False, -1e9
         self.load()
 
     def on_show(self) -> None:
@@ -336,14 +340,14 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             reason = self._empty_reason(*await reader.session_presence(self.session_id))
         self._version, self._version_of = version, reader  # read whole: later polls skip
         self.post_message(IndexLoaded(summaries, more, empty_reason=reason))
+        if more:
+            self._totals_stale = True  # counted again now, or on a later poll when due
         if due:
             self._health_at = time.monotonic()
             # After the cards are drawn: these passes must not delay the first screen.
             self.call_after_refresh(self._follow_up, more)
-        elif more:
-            self._totals_stale = True  # counted again now, or on a later poll when due
-            if self._totals_due():
-                self.call_after_refresh(self.load_totals)
+        elif more and self._totals_due():
+            self.call_after_refresh(self.load_totals)
 
     def _follow_up(self, more: bool) -> None:
         if more:
@@ -405,15 +409,22 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
 
     @work(group="index-totals", exclusive=False, exit_on_error=False)
     async def load_totals(self) -> None:
-        if self.reader is None or self._counting:
-            return  # one count at a time: the running one answers
+        reader = self.reader
+        if reader is None or self._counting:
+            return  # one count at a time (it stays stale: a later poll counts again)
         self._counting = True
         self._totals_stale = False  # a commit from now on makes it stale again
         started = time.monotonic()
         try:
-            mailboxes, unread = await self.reader.index_totals(session_id=self.session_id)
+            mailboxes, unread = await reader.index_totals(session_id=self.session_id)
+        except BaseException:
+            self._totals_stale = True  # not counted: the next poll tries again
+            raise
         finally:
-            self._counting = False
+            if reader is self.reader:
+                self._counting = False
+        if reader is not self.reader:
+            return  # the file was replaced meanwhile: its count is not this one's
         self._totals_at, self._totals_took = time.monotonic(), time.monotonic() - started
         self.post_message(IndexTotals(mailboxes, unread))
 
@@ -450,9 +461,15 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         self.loading = False
         self.show_error(event.error)
 
+    def _read_well(self) -> None:
+        """A read succeeded: Live again, as of now."""
+        self._stale_reason = ""
+        self._good_at = self.clock().strftime("%H:%M:%S")
+
     @on(IndexLoaded)
     def _loaded(self, event: IndexLoaded) -> None:
         self.loading = False
+        self._read_well()
         if event.appended:
             self._append(event.summaries, event.more)
             return
@@ -514,6 +531,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
         """A poll found nothing committed: the time moves on, and the ages."""
         event.stop()
         self.loading = False
+        self._read_well()
         if self.summaries and self.visible_tab:  # hidden: redrawn when shown (a status
             # update lays the screen out again, a cost for nothing behind a tab)
             self.set_status(self._status(self.summaries))
@@ -568,9 +586,11 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             if self.summaries:
                 self.show(self.summaries, self._status(self.summaries))
 
-    def _status(self, summaries: list[MailboxSummary], stale: str = "") -> Content:
-        """``● Live 12:00:00 · 6 mailboxes · 42 unread``; ``stale``: the reason the last
-        read failed, on its own line under the time and counts of the last good one."""
+    def _status(self, summaries: list[MailboxSummary]) -> Content:
+        """``● Live 12:00:00 · 6 mailboxes · 42 unread``; Stale (the last read failed):
+        the time and counts of the last good read, the reason on its own line. Any
+        redraw (a resize, the filter, markers) says the same until a read succeeds."""
+        stale = self._stale_reason
         if stale:
             state = Content.styled("● Stale", "bold $error")
         elif self.snapshot:
@@ -605,17 +625,15 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
                 f"{counted} mailbox{'es' if count != 1 else ''} · "
                 f"{unread:,}{'+' if counted[-1] == '+' else ''} unread"
             )
-        if not stale:
-            self._good_at = self.clock().strftime("%H:%M:%S")
-        status = Content.assemble(
-            state, Content.styled(f" {self._good_at or '--:--:--'} · {words}", "$foreground 65%")
-        )
+        good_at = self._good_at or self.clock().strftime("%H:%M:%S")
+        status = Content.assemble(state, Content.styled(f" {good_at} · {words}", "$foreground 65%"))
         if stale:
             status += Content("\n") + Content.styled(visible_line(stale, 300), "$error")
         return status
 
     def show_error(self, reason: str) -> None:
         """Stale: the time and counts of the last good read, and why this one failed."""
+        self._stale_reason = reason
         if not self.summaries:
             self.set_status(
                 Content.assemble(
@@ -625,7 +643,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
                 )
             )
             return
-        self.set_status(self._status(self.summaries, stale=reason))
+        self.set_status(self._status(self.summaries))
 
     def show(self, summaries: list[MailboxSummary], status: Content) -> None:
         cards = self.query_one("#cards", OptionList)

@@ -296,6 +296,7 @@ class MailboxView(WorkerFailures, Vertical):
         self.reader = reader
         self._token = None
         self.refreshing = self.reading = False  # reads of the old file fail on their own
+        self._early_page = None  # a first page of the old file waiting for the layout
         self.model = ThreadModel()  # nothing of the old file stays on screen
         self.ages.forget()
         self._bar = self._notice = None
