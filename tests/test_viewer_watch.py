@@ -780,6 +780,8 @@ async def test_stale_says_when_the_last_good_read_was_in_the_index_and_the_healt
         clock.now = FIXED_NOW + timedelta(minutes=5)
         await press(app, pilot, "r")
         await wait_for(lambda: "Stale" in line() and "gone" in line())
+        await pilot.resize_terminal(110, 36)  # redraws the rows, not a Live line
+        await settle(app, pilot)
         assert line().startswith("● Stale 12:00:00") and "\nthe database file" in line()
         await press(app, pilot, "escape")
         await wait_for(lambda: "Stale" in status())

@@ -135,6 +135,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self._finished_at = -1e9
         self._took = 0.0  # seconds the last pass took
         self._good_at: str | None = None  # when the last pass that read the file ended
+        self._stale_reason = ""  # why the last pass failed, until one succeeds
 
     def _now(self) -> datetime:
         return self.clock() if self.clock is not None else datetime.now().astimezone()
@@ -199,17 +200,17 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
 
     def _checking_shown(self) -> None:
         """A pass is running over the last report: the status line says so."""
-        if self.report is None or self._status is None:
-            return
+        if self.report is None or self._status is None or self._stale_reason:
+            return  # (Stale stays said until a pass succeeds)
         self.query_one("#health-status", Static).update(
             self._status + Content.styled(CHECKING, "$foreground 65%")
         )
 
     def _state(self, live: bool) -> Content:
         """``● Live 12:00:00``; Stale with the time of the last good pass (as tabs do)."""
+        moment = self._good_at or self._now().strftime("%H:%M:%S")
         if not live:
-            return Content.styled(f"● Stale {self._good_at or '--:--:--'}", "bold $error")
-        moment = self._good_at = self._now().strftime("%H:%M:%S")
+            return Content.styled(f"● Stale {moment}", "bold $error")
         if self.interval <= 0:
             return Content.styled(f"⏸ Paused {moment}", "bold $warning")
         return Content.styled(f"● Live {moment}", "bold $success")
@@ -217,16 +218,23 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     @on(HealthLoaded)
     def _loaded(self, event: HealthLoaded) -> None:
         event.stop()
+        self._stale_reason = ""
+        self._good_at = self._now().strftime("%H:%M:%S")
         self.show(event.report)
 
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:
         event.stop()
+        self._stale_reason = event.error
+        self._show_stale()
+
+    def _show_stale(self) -> None:
+        """Until a pass succeeds (a resize redraws the rows, not a Live line)."""
         self.query_one("#health-status", Static).update(
             Content.assemble(
                 self._state(live=False),
                 Content.styled(" · the findings of that pass\n", "$foreground 65%"),
-                Content.styled(visible_line(event.error, 200), "$error"),
+                Content.styled(visible_line(self._stale_reason, 200), "$error"),
             )
         )
 
@@ -326,6 +334,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     def on_resize(self) -> None:
         if self.report is not None and self._counts is not None and not self.report.healthy:
             self.draw(self.report, self._counts)  # rows follow the width both ways
+            if self._stale_reason:
+                self._show_stale()
 
     @on(OptionList.OptionSelected, "#findings")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
