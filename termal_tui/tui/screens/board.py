@@ -465,9 +465,8 @@ class BoardScreen(WorkerFailures, Screen[None]):
         header = self.query_one(BoardHeader)
         snapshot = self.reader is not None and self.reader.snapshot is not None
         header.show_live(snapshot, self.interval, self.clock())
-        count = len(self.generations or {})
-        noun = "project" if count == 1 else "projects"
-        header.detail = f"{count:,} {noun} · {visible_line(self.db_path.name, 60)}"
+        projects = counted(len(self.generations or {}), "project")
+        header.detail = f"{projects} · {visible_line(self.db_path.name, 60)}"
 
     def _show_scopes(self, scopes: list[BoardScope], selected: str | None) -> None:
         changed = scopes != self.scopes
@@ -513,9 +512,8 @@ class BoardScreen(WorkerFailures, Screen[None]):
             status.update(Content(""))
         else:
             tombstones = sum(1 for h in self.heads if h.deleted)
-            noun = "tombstone" if tombstones == 1 else "tombstones"
             shown_word = "shown" if self.show_tombstones else "hidden"
-            toggle = f" · {tombstones:,} {noun} {shown_word} (t)" if tombstones else ""
+            toggle = f" · {counted(tombstones, 'tombstone')} {shown_word} (t)" if tombstones else ""
             reading = " · reading…" if loading else ""
             live = len(self.heads) - tombstones
             status.update(

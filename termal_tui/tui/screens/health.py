@@ -282,7 +282,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
             f" · {rows:,} stuck unread row{plural} in {stuck_in:,} of "
             f"{counted(report.mailboxes, 'mailbox', 'mailboxes')}",
             f" · {rows:,} stuck in {stuck_in:,} of {counted(report.mailboxes, 'mailbox', 'mailboxes')}",
-            f" · {rows:,} stuck in {stuck_in:,} mailbox{'es' if stuck_in != 1 else ''}",
+            f" · {rows:,} stuck in {counted(stuck_in, 'mailbox', 'mailboxes')}",
         ):
             line = state + Content.styled(words, "bold $warning")
             if line.cell_length <= room - len(CHECKING):  # room for "· checking…" too

@@ -27,7 +27,7 @@ from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import ReadFailed, SearchProgress, WorkerFailures
 from termal_tui.tui.widgets.footer import FittingFooter
-from termal_tui.vocabulary import relative_age
+from termal_tui.vocabulary import counted, relative_age
 
 MAX_RESULTS: Final = 500
 SCAN_STEP: Final = 20_000
@@ -171,8 +171,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             self.done = True
             count = len(self.matches)
             self._status(
-                f"{count:,} match{'es' if count != 1 else ''} for “{shown}” · whole mailbox"
-                " searched"
+                f"{counted(count, 'match', 'matches')} for “{shown}” · whole mailbox searched"
                 if count
                 else f"No message in {self.mailbox_title or 'this mailbox'} contains “{shown}”."
             )

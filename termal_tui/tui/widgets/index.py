@@ -39,7 +39,7 @@ from termal_tui.tui.messages import (
     WorkerFailures,
 )
 from termal_tui.tui.render import card
-from termal_tui.vocabulary import FINDING_WORDS, Ages
+from termal_tui.vocabulary import FINDING_WORDS, Ages, counted
 
 if TYPE_CHECKING:
     from termal_tui.health import Thresholds
@@ -496,7 +496,7 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             )
         if still_in:
             return (
-                f"{who} is in {still_in:,} mailbox{'es' if still_in != 1 else ''}, but none "
+                f"{who} is in {counted(still_in, 'mailbox', 'mailboxes')}, but none "
                 "holds a message it may see (rows addressed to it as control-plane review "
                 "results are hidden, as in TermAl); run without --session to see them."
             )
@@ -601,12 +601,12 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             state = Content.styled("● Live", "bold $success")
         unread = sum(summary.unread_count for summary in summaries)
         count = len(summaries)
-        counted = f"{count:,}"
+        total_text = f"{count:,}"
         if self.more and self.totals is not None:
             count, unread = self.totals
-            counted = f"{count:,}"
+            total_text = f"{count:,}"
         elif self.more:  # the totals follow
-            counted = f"{count:,}+"
+            total_text = f"{count:,}+"
         if self.filter_text:  # the count follows the filter
             needle = visible_line(self.filter_text, 40)
             if self.matches is not None:  # the store's count, over every mailbox
@@ -614,16 +614,16 @@ class MailboxIndex(WorkerFailures, Vertical, can_focus=True):
             else:
                 matched = sum(1 for summary in summaries if self._matches(summary))
             if self.more and self.matches is None:  # the store is asked after a pause
-                found = f"searching {counted} mailboxes for “{needle}”…"
+                found = f"searching {total_text} mailboxes for “{needle}”…"
             elif matched:
-                found = f"{matched:,} of {counted} mailboxes match “{needle}”"
+                found = f"{matched:,} of {total_text} mailboxes match “{needle}”"
             else:
-                found = f"no mailbox matches “{needle}” (of {counted}) · escape clears"
+                found = f"no mailbox matches “{needle}” (of {total_text}) · escape clears"
             words = found
         else:
             words = (
-                f"{counted} mailbox{'es' if count != 1 else ''} · "
-                f"{unread:,}{'+' if counted[-1] == '+' else ''} unread"
+                f"{total_text} mailbox{'es' if count != 1 else ''} · "
+                f"{unread:,}{'+' if total_text[-1] == '+' else ''} unread"
             )
         good_at = self._good_at or self.clock().strftime("%H:%M:%S")
         status = Content.assemble(state, Content.styled(f" {good_at} · {words}", "$foreground 65%"))
