@@ -1,4 +1,4 @@
-"""Save SVG screenshots of the demo into screenshots/. Run: python bench/screenshots.py"""
+"""Save SVG screenshots of the demo into docs/screenshots/. Run: python bench/screenshots.py"""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def shoot(path: Path, name: str, names: tuple[str, ...] = (), expand: int 
             thread.highlighted = thread.get_option_index(view.messages[expand].id)
             await pilot.press("enter")
             await pilot.pause()
-        app.save_screenshot(filename=f"{name}.svg", path=str(ROOT / "screenshots"))
+        app.save_screenshot(filename=f"{name}.svg", path=str(ROOT / "docs" / "screenshots"))
 
 
 def main() -> None:
