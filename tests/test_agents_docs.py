@@ -1,4 +1,4 @@
-"""The README's agent configurations, copied as a user would and run for real."""
+"""The agent configurations the docs show (docs/agents/), copied as a user would and run for real."""
 
 from __future__ import annotations
 
@@ -19,18 +19,17 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from termal_tui.agents.board_tools import BOARD_TOOL_NAMES
 from termal_tui.agents.tools import TOOL_NAMES
 
-README = Path(__file__).parents[1] / "README.md"
+DOCS = Path(__file__).parents[1] / "docs"
 BIN = Path(sys.executable).parent
 SIX = set(TOOL_NAMES) | set(BOARD_TOOL_NAMES)  # the mailbox six and the board three
 
 
 def documented(name: str) -> str:
-    """The fenced block that follows ``<!-- file: NAME -->`` in the README."""
-    match = re.search(
-        rf"<!-- file: {re.escape(name)} -->\s*```\w*\n(.*?)```", README.read_text(), re.S
-    )
-    assert match, f"README has no block for {name}"
-    return match.group(1)
+    """The fenced block that follows ``<!-- file: NAME -->`` in the docs (exactly one)."""
+    pattern = rf"<!-- file: {re.escape(name)} -->\s*```\w*\n(.*?)```"
+    blocks = [b for page in DOCS.rglob("*.md") for b in re.findall(pattern, page.read_text(), re.S)]
+    assert len(blocks) == 1, f"the docs have {len(blocks)} blocks for {name}"
+    return blocks[0]
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -38,7 +37,7 @@ def environment(home: Path) -> dict[str, str]:
 
 
 def register_documented_session(args: list[str], home: Path) -> None:
-    """Step 2 of the README: the session is registered before its server starts."""
+    """As the docs say: the session is registered before its server starts."""
     name = args[args.index("--session") + 1]
     done = subprocess.run(
         [str(BIN / "termal-tui"), "session", "add", name],

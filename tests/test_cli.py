@@ -8,12 +8,11 @@ import io
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from termal_tui.cli import COMMANDS, main
-from termal_tui.cli.common import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TABLE, EXIT_USAGE
+from termal_tui.cli.common import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE
 from termal_tui.cli.viewer import _THRESHOLD_FLAGS
 from termal_tui.health import Thresholds
 
@@ -136,18 +135,3 @@ def test_viewer_threshold_defaults_are_the_health_modules():
     for _flag, field, _meaning, default in _THRESHOLD_FLAGS:
         assert getattr(defaults, field) == default
     assert {f.name for f in dataclasses.fields(Thresholds)} == {f[1] for f in _THRESHOLD_FLAGS}
-
-
-def test_the_exit_table_is_in_the_readme():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    for line in EXIT_TABLE.splitlines()[1:]:
-        assert line.strip() in readme, line
-
-
-def test_ci_runs_the_readmes_test_command_verbatim():
-    root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
-    ci = (root / ".ci" / "run").read_text()
-    command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
-    assert f"\n{command}\n" in readme
-    assert "mypy termal_tui" in command and "pytest -q" in command
