@@ -65,6 +65,12 @@ def world(tmp_path: Path) -> dict[str, Any]:
     return {"home": home, "project": project, "env": env, "termal": tmp_path / "termal"}
 
 
+def db_args(world: dict[str, Any]) -> list[str]:
+    """What setup adds with TERMAL_HOME set and no --db: the clients do not pass
+    TERMAL_HOME to their server, so the default would be another file there."""
+    return ["--db", str(world["termal"] / "coordination.sqlite")]
+
+
 def run(world: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [CLI, "setup", *args],
@@ -98,7 +104,7 @@ def test_claude_setup_merges_keeps_theirs_and_a_second_run_changes_nothing(world
     assert mcp["mcpServers"]["other"] == json.loads(MCP_JSON)["mcpServers"]["other"]
     assert mcp["mcpServers"]["termal"] == {
         "command": CLI,
-        "args": ["mcp", "--session", "planner"],
+        "args": ["mcp", "--session", "planner", *db_args(world)],
     }
     settings = json.loads(settings_text)
     assert settings["permissions"] == {"allow": ["Bash(ls:*)"]}
@@ -106,7 +112,7 @@ def test_claude_setup_merges_keeps_theirs_and_a_second_run_changes_nothing(world
     assert settings["hooks"]["Stop"][0] == json.loads(OTHER_GROUP)
     for event, name in setup.HOOK_EVENTS.items():
         commands = [h["command"] for g in settings["hooks"][event] for h in g["hooks"]]
-        assert f"{shlex.quote(CLI)} hook {name} --session planner" in commands
+        assert shlex.join([CLI, "hook", name, "--session", "planner", *db_args(world)]) in commands
     before = snapshot(world)
     again = run(world, "claude", "--session", "planner", "--register")
     assert again.returncode == 0, again.stderr
@@ -129,7 +135,7 @@ def test_codex_setup_appends_our_table_and_keeps_their_comments(world: dict[str,
     }
     assert parsed["mcp_servers"]["termal"] == {
         "command": CLI,
-        "args": ["mcp", "--session", "coder"],
+        "args": ["mcp", "--session", "coder", *db_args(world)],
     }
     hooks = json.loads((world["home"] / ".codex" / "hooks.json").read_text())["hooks"]
     assert set(hooks) == set(setup.HOOK_EVENTS)
@@ -175,7 +181,12 @@ def test_a_conflicting_entry_is_named_and_left_and_force_replaces_only_it(world:
     assert forced.returncode == 0, forced.stderr
     mcp_text = (world["project"] / ".mcp.json").read_text()
     assert OTHER_SERVER in mcp_text
-    assert json.loads(mcp_text)["mcpServers"]["termal"]["args"] == ["mcp", "--session", "reviewer"]
+    assert json.loads(mcp_text)["mcpServers"]["termal"]["args"] == [
+        "mcp",
+        "--session",
+        "reviewer",
+        *db_args(world),
+    ]
     settings_text = (world["project"] / ".claude" / "settings.json").read_text()
     assert OTHER_GROUP in settings_text and "--session planner" not in settings_text
     assert settings_text.count("--session reviewer") == 3
@@ -183,7 +194,11 @@ def test_a_conflicting_entry_is_named_and_left_and_force_replaces_only_it(world:
     assert forced.returncode == 0, forced.stderr
     text = (world["home"] / ".codex" / "config.toml").read_text()
     assert text.startswith(CONFIG_TOML) and text.count("[mcp_servers.termal]") == 1
-    assert tomllib.loads(text)["mcp_servers"]["termal"]["args"][-1] == "reviewer"
+    assert tomllib.loads(text)["mcp_servers"]["termal"]["args"][:3] == [
+        "mcp",
+        "--session",
+        "reviewer",
+    ]
 
 
 def test_check_reports_what_is_missing(world: dict[str, Any]):
