@@ -141,7 +141,7 @@ def handshake(
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
     except OSError:
         pass  # it exited: said below
-    done.wait(timeout)
+    answered = done.wait(timeout)
     with contextlib.suppress(OSError):
         process.stdin.close()
     try:
@@ -160,7 +160,7 @@ def handshake(
         return False, f"it answered initialize but not tools/list{why}"
     if isinstance(first, dict) and "error" in first:
         return False, f"it refused initialize: {first['error'].get('message', first['error'])}"
-    if not done.is_set():
+    if not answered:
         return False, f"no answer to initialize within {timeout:g} s{why}"
     return False, f"it closed the connection before answering (exit {code}){why}"
 

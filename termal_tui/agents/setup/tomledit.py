@@ -74,16 +74,46 @@ def with_server(text: str, path: Path, server: dict[str, Any]) -> str:
 
 def without_server(text: str, path: Path) -> str:
     """``text`` without ``[mcp_servers.termal]`` (and without ``mcp_servers`` when that
-    leaves it empty and it was only a header for sub-tables)."""
+    leaves it empty and it was only a header for sub-tables). Comments and blank lines
+    that follow our last key belong to what comes next, and stay."""
+    import tomlkit
     from tomlkit.items import Table
 
     doc = _document(text, path)
     servers = doc.get("mcp_servers")
     if servers is None or SERVER_NAME not in servers:
         return text
+    expected = parse(text, path)
+    del expected["mcp_servers"][SERVER_NAME]
+    if not expected["mcp_servers"]:
+        del expected["mcp_servers"]
+    entry = servers[SERVER_NAME]
+    if isinstance(entry, Table) and not entry.is_super_table():
+        cut = _cut_table(text, entry.as_string())
+        if cut is not None and parse(cut, path) == expected:
+            return cut
     del servers[SERVER_NAME]
     if not len(servers) and (not isinstance(servers, Table) or servers.is_super_table()):
         del doc["mcp_servers"]
-    import tomlkit
-
     return tomlkit.dumps(doc)
+
+
+def _cut_table(text: str, body: str) -> str | None:
+    """``text`` without the table whose body (as tomlkit renders it) is ``body``: its
+    header line and keys go; the comments and blank lines ending the body stay, and
+    the blank line setup put before the header goes with it."""
+    at = text.find(body)
+    if at <= 0 or text.find(body, at + 1) != -1 or text[at - 1] != "\n":
+        return None
+    header = text.rfind("\n", 0, at - 1) + 1
+    lines = body.splitlines(keepends=True)
+    keep = len(lines)
+    while keep > 0 and (not lines[keep - 1].strip() or lines[keep - 1].lstrip().startswith("#")):
+        keep -= 1
+    trailing = "".join(lines[keep:])
+    before, after = text[:header], trailing + text[at + len(body) :]
+    if before.endswith("\n\n") and (not after or after.startswith("\n")):
+        before = before[:-1]
+    if not after and before.endswith("\n\n"):
+        before = before.rstrip("\n") + "\n"
+    return before + after

@@ -101,8 +101,9 @@ def _strip_hooks(doc: JsonText) -> None:
     hooks = doc.get(["hooks"])
     if not isinstance(hooks, dict):
         return
+    removed = False
     for event, ours in HOOK_EVENTS.items():
-        groups = hooks.get(event)
+        groups = doc.get(["hooks", event])
         if not isinstance(groups, list):
             continue
         touched = False
@@ -121,7 +122,7 @@ def _strip_hooks(doc: JsonText) -> None:
             ]
             if not mine:
                 continue
-            touched = True
+            touched = removed = True
             if len(mine) == len(inner):
                 doc.delete_item(["hooks", event], g)
             else:
@@ -129,8 +130,7 @@ def _strip_hooks(doc: JsonText) -> None:
                     doc.delete_item(["hooks", event, g, "hooks"], h)
         if touched and doc.get(["hooks", event]) == []:
             doc.delete_member(["hooks"], event)
-        hooks = doc.get(["hooks"])
-    if doc.get(["hooks"]) == {}:
+    if removed and doc.get(["hooks"]) == {}:
         doc.delete_member([], "hooks")
 
 
