@@ -346,7 +346,17 @@ def test_check_sees_the_claude_code_plugin_and_setup_twice(world: dict[str, Any]
     assert unregistered.returncode == 3
     assert "the plugin termal-tui@termal-tui is enabled" in unregistered.stdout
     assert "FAIL session  missing: planner is not registered" in unregistered.stdout
+    # TERMAL_HOME is set and the db option is empty: its server would open ~/.termal's
+    db = world["termal"] / "coordination.sqlite"
+    assert (
+        f"FAIL database its server opens {world['home'] / '.termal' / 'coordination.sqlite'}"
+        in unregistered.stdout
+    )
+    assert f"--config db={db}" in unregistered.stdout
     subprocess.run([CLI, "session", "add", "planner"], env=world["env"], check=True)
+    document = json.loads(settings.read_text())
+    document["pluginConfigs"]["termal-tui@termal-tui"]["options"]["db"] = str(db)
+    settings.write_text(json.dumps(document))
     registered = run(world, "--check")
     assert registered.returncode == 0, registered.stdout
     assert "claude: not set up" not in registered.stdout

@@ -306,9 +306,24 @@ def _check_plugin(
         )
         wrong = True
     else:
+        from termal_tui.agents import setup
+
         given = options.get("db")
-        db = Path(given).expanduser() if isinstance(given, str) and given else default_db_path()
-        known = _session_id(db, session)
+        # Its server gets Claude Code's environment (no TERMAL_HOME); its hooks all of it.
+        server_default = setup.default_db_in(setup.client_env("claude", None, os.environ))
+        hooks_default = default_db_path()
+        if isinstance(given, str) and given:
+            db: Path | None = Path(given).expanduser()
+        else:
+            db = server_default
+            if server_default != hooks_default:
+                print(
+                    f"  FAIL database its server opens {server_default} (Claude Code does not "
+                    f"pass TERMAL_HOME on) and its hooks {hooks_default}: set its db option "
+                    f"(claude plugin install {plugin_id} --config db={hooks_default})"
+                )
+                wrong = True
+        known = _session_id(db, session) if db is not None else None
         if known:
             print(f"  ok   session  {session} is registered ({known}) in {db}")
         else:
