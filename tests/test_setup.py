@@ -684,3 +684,17 @@ def test_the_toml_editor_adds_and_removes_our_table_and_keeps_the_rest(tmp_path:
     )
     assert replaced.startswith(CONFIG_TOML) and replaced.count("[mcp_servers.termal]") == 1
     assert tomllib.loads(replaced)["mcp_servers"]["termal"] == server
+
+
+def test_check_starts_a_channel_server_without_its_channel(world: dict[str, Any]):
+    done = run(world, "claude", "--session", "planner", "--register", "--channel")
+    assert done.returncode == 0, done.stderr
+    checked = run(world, "--check", "claude")
+    assert checked.returncode == 0, checked.stdout
+    assert "ok   server   started as Claude Code starts it (without --channel), it answers" in (
+        checked.stdout
+    )
+    sessions = subprocess.run(
+        [CLI, "session", "list"], env=world["env"], capture_output=True, text=True, check=True
+    )
+    assert "channel connected" not in sessions.stdout  # the check took no wake-ups
