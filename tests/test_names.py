@@ -190,3 +190,13 @@ def test_the_hook_path_never_loads_the_confusables_table():
     code = code.replace("'Planner-2'", "'аlice'")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_the_generated_table_keeps_ascii_out_of_the_key():
+    from termal_tui import _confusables
+
+    assert _confusables.__doc__ and "confusables.txt 17.0.0" in _confusables.__doc__
+    assert all(code >= 0x80 for code in _confusables.KEY)  # an ASCII name's key: lower case
+    assert _confusables.KEY[ord("а")] == "a" and _confusables.KEY[ord("ο")] == "o"
+    for ascii_source, prototype in {"1": "l", "I": "l", "0": "O", "m": "rn", "|": "l"}.items():
+        assert _confusables.SKELETON[ord(ascii_source)] == prototype

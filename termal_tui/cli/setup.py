@@ -203,6 +203,12 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"nothing to change: {args.client} is already set up for session {session} ({paths})")
     if registered == "missing":
         _not_registered(session)
+    if target.db is not None and not args.db_option and planned.changed:
+        print(
+            f"note: wrote --db {target.db}: {'Claude Code' if args.client == 'claude' else 'Codex'}"
+            " does not pass TERMAL_HOME to its server, which would open another database",
+            file=sys.stderr,
+        )
     if args.client == "claude" and planned.plans[0].changed:
         print(
             f"note: Claude Code asks once, on its next start in {files.config.parent}, before "

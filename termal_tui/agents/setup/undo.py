@@ -79,7 +79,8 @@ def remember(
             "exact": exact,
         }
     record["after"] = _digest(after)
-    records.mkdir(parents=True, exist_ok=True, mode=0o700)
+    records.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # termal-tui's own
+    records.mkdir(exist_ok=True, mode=0o700)
     target = record_path(records, path)
     fd = os.open(f"{target}.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
