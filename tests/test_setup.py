@@ -94,6 +94,7 @@ def test_claude_setup_merges_keeps_theirs_and_a_second_run_changes_nothing(world
     done = run(world, "claude", "--session", "planner", "--register")
     assert done.returncode == 0, done.stderr
     assert "registered planner (session-" in done.stdout
+    assert "note: wrote --db " in done.stderr and "does not pass TERMAL_HOME" in done.stderr
     mcp_text = (world["project"] / ".mcp.json").read_text()
     settings_text = (world["project"] / ".claude" / "settings.json").read_text()
     assert OTHER_SERVER in mcp_text  # their server, byte for byte
