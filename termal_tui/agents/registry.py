@@ -18,21 +18,20 @@ import os
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
+from termal_tui.names import name_key, name_skeleton, validate_name
 from termal_tui.notifiers import channel_alive, registry_path_for
-from termal_tui.sanitize import contains_terminal_escape, visible_line
+from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
     RetryableError,
     StorageError,
-    ValidationError,
 )
 from termal_tui.store.sqlite import (
     SIDECAR_SUFFIXES,
@@ -45,8 +44,6 @@ from termal_tui.store.sqlite import (
 
 REGISTRY_VERSION = 4  # 2: projects (the board's scopes); 3: notifier_seen, wake_reoffers;
 # 4: session_tokens (a hub's bearer tokens)
-NAME_MAX_CHARS = 64
-_FORBIDDEN_IN_NAMES = set("/\\?#%")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -127,48 +124,6 @@ def token_hash(token: str) -> str:
     import hashlib
 
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def name_key(name: str) -> str:
-    """Names are unique case-insensitively (NFC, then full Unicode case folding)."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
-def validate_name(raw: str) -> str:
-    """One rule for names, at registration: TermAl's path-identifier rule (what its tools
-    can address by name), and nothing an agent or a person could be fooled by — no
-    control, bidi, invisible or format character (anything ``sanitize`` would have to
-    show as a stand-in), NFC-normalised. Returns the name as it will be stored."""
-    name = unicodedata.normalize("NFC", raw.strip())
-    if not name:
-        raise ValidationError("a session name must not be empty")
-    if len(name) > NAME_MAX_CHARS:
-        raise ValidationError(f"a session name is at most {NAME_MAX_CHARS} characters")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name) or _FORBIDDEN_IN_NAMES & set(name):
-        raise ValidationError(
-            "a session name must not contain /, \\, ?, #, %, or control characters "
-            "(TermAl's tools could not address it by name)"
-        )
-    if contains_terminal_escape(name):
-        raise ValidationError(
-            f"a session name must not contain control, bidi, invisible or format "
-            f"characters: {visible_line(name, 80)} is not what it shows"
-        )
-    if name in (".", ".."):
-        raise ValidationError("a session name must not be . or ..")
-    if name.casefold().startswith("session-"):
-        raise ValidationError("a session name must not start with `session-` (that is an id)")
-    return name
-
-
-def name_skeleton(name: str) -> str:
-    """What a name looks like to a reader: compatibility-normalised, case-folded, with
-    every character that shows nothing removed (two names with one skeleton are the
-    same name to a person or an agent)."""
-    from termal_tui.sanitize import is_invisible
-
-    shown = "".join(ch for ch in unicodedata.normalize("NFKC", name) if not is_invisible(ch))
-    return shown.casefold()
 
 
 class Session(NamedTuple):

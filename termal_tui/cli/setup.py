@@ -1,8 +1,10 @@
-"""``termal-tui setup claude|codex`` and ``termal-tui setup --check``: one command per agent."""
+"""``termal-tui setup claude|codex``, ``setup --check`` and ``setup --remove``: one
+command per agent, one to see whether it will work, one to take it away."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -33,8 +35,14 @@ def describe(_name: str, _line: str) -> str:
         "($CODEX_HOME), or the project's .codex/ with --project. Nothing of yours is "
         "replaced: other servers and hooks keep their bytes, and an entry of ours that "
         "says something else is named and left (exit 4) unless --force. Running it again "
-        "changes nothing. `setup --check` says, per client, whether the config, the hooks "
-        "and the session line up (exit 3 when something is missing)."
+        "changes nothing. The database path is written whenever the client would open "
+        "another by default (neither client passes TERMAL_HOME to its server). "
+        "`setup --check` says, per client, whether the config, the hooks and the session "
+        "line up, and starts the server as the client would (its environment, its command "
+        "line) for an MCP handshake (exit 3 when something is missing or fails). "
+        "`setup --remove` undoes what setup wrote: a file it created is removed, a file it "
+        "edited gets its exact bytes back when nothing else changed since, otherwise only "
+        "our entries are taken out."
     )
 
 
@@ -74,17 +82,38 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="report whether each client's config, hooks and session line up; write nothing",
+        help="report whether each client's config, hooks and session line up, and start "
+        "its server as the client would; write nothing",
+    )
+    parser.add_argument(
+        "--remove",
+        action="store_true",
+        help="undo what setup wrote for the client (both clients without one); with "
+        "--dry-run, print it as a diff",
     )
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.check and args.remove:
+        parser.error("give one of --check and --remove")
     if args.check:
         if args.dry_run or args.force or args.register or args.channel:
             parser.error(
                 "--check writes nothing: it takes no --dry-run, --force, --register or --channel"
             )
+        if args.db_option:
+            parser.error(
+                "--check takes no --db: it checks the database each client's config makes "
+                "its server open"
+            )
         return _check(args)
+    if args.remove:
+        if args.force or args.register or args.channel or args.session or args.db_option:
+            parser.error(
+                "--remove takes only a client, --project and --dry-run: it undoes what "
+                "setup wrote, whatever session that was"
+            )
+        return _remove(args)
     if args.client is None:
         parser.error("name the client (claude or codex), or pass --check")
     if args.channel and args.client == "codex":
@@ -107,6 +136,11 @@ def _explicit_db(args: argparse.Namespace) -> Path | None:
     return db_path(args).absolute() if args.db_option else None
 
 
+def _records() -> Path:
+    """Where setup keeps what each file was before it (termal-tui's own directory)."""
+    return default_db_path().parent / "setup"
+
+
 def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from termal_tui.agents import setup
     from termal_tui.agents.registry import validate_name
@@ -123,7 +157,7 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         client=args.client,
         session=session,
         command=setup.termal_command(),
-        db=_explicit_db(args),
+        db=setup.db_to_write(args.client, _explicit_db(args), os.environ),
         channel=args.channel,
     )
     files = setup.files_for(args.client, project)
@@ -153,7 +187,7 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if registered == "new":
         _registration(args, parser, session, dry_run=False)
     try:
-        setup.write(planned)
+        setup.write(planned, _records())
     except setup.SetupError as error:  # pragma: no cover - conflicts are handled above
         raise CommandError(str(error), EXIT_INVALID) from None
     except OSError as error:
@@ -169,6 +203,12 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"nothing to change: {args.client} is already set up for session {session} ({paths})")
     if registered == "missing":
         _not_registered(session)
+    if target.db is not None and not args.db_option and planned.changed:
+        print(
+            f"note: wrote --db {target.db}: {'Claude Code' if args.client == 'claude' else 'Codex'}"
+            " does not pass TERMAL_HOME to its server, which would open another database",
+            file=sys.stderr,
+        )
     if args.client == "claude" and planned.plans[0].changed:
         print(
             f"note: Claude Code asks once, on its next start in {files.config.parent}, before "
@@ -233,15 +273,7 @@ def _check(args: argparse.Namespace) -> int:
     for client in clients:
         files = setup.files_for(client, project)
         trusted = setup.codex_trusts(project) if client == "codex" and project else None
-        reports.append(
-            setup.check(
-                client,
-                files,
-                session_exists=_session_id,
-                default_db=_explicit_db(args) or default_db_path(),
-                trusted=trusted,
-            )
-        )
+        reports.append(setup.check(client, files, session_exists=_session_id, trusted=trusted))
     plugin = setup.claude_plugin(project) if "claude" in clients else None
     failing = False
     for report in reports:
@@ -280,13 +312,24 @@ def _check_plugin(
         )
         wrong = True
     else:
+        from termal_tui.agents import setup
+
         given = options.get("db")
-        db = (
-            Path(given).expanduser()
-            if isinstance(given, str) and given
-            else (_explicit_db(args) or default_db_path())
-        )
-        known = _session_id(db, session)
+        # Its server gets Claude Code's environment (no TERMAL_HOME); its hooks all of it.
+        server_default = setup.default_db_in(setup.client_env("claude", None, os.environ))
+        hooks_default = default_db_path()
+        if isinstance(given, str) and given:
+            db: Path | None = Path(given).expanduser()
+        else:
+            db = server_default
+            if server_default != hooks_default:
+                print(
+                    f"  FAIL database its server opens {server_default} (Claude Code does not "
+                    f"pass TERMAL_HOME on) and its hooks {hooks_default}: set its db option "
+                    f"(claude plugin install {plugin_id} --config db={hooks_default})"
+                )
+                wrong = True
+        known = _session_id(db, session) if db is not None else None
         if known:
             print(f"  ok   session  {session} is registered ({known}) in {db}")
         else:
@@ -302,6 +345,42 @@ def _check_plugin(
         )
         wrong = True
     return wrong
+
+
+def _remove(args: argparse.Namespace) -> int:
+    from termal_tui.agents import setup
+
+    project = _project(args)
+    clients: tuple[Client, ...] = (args.client,) if args.client else setup.CLIENTS
+    records = _records()
+    removals = []
+    for client in clients:
+        try:
+            removals.append(setup.plan_removal(client, setup.files_for(client, project), records))
+        except setup.SetupError as error:
+            raise CommandError(str(error), EXIT_INVALID) from None
+    for removal in removals:
+        if args.dry_run:
+            for file_plan in removal.plans:
+                if file_plan.changed:
+                    sys.stdout.write(file_plan.diff())
+        else:
+            try:
+                setup.apply_removal(removal)
+            except OSError as error:
+                raise CommandError(
+                    f"cannot write {error.filename or 'a config file'}: {error.strerror or error}",
+                    EXIT_FAILED,
+                ) from None
+        for file_plan in removal.plans:
+            for change in file_plan.changes:
+                print(f"{file_plan.path}: {'(dry run) ' if args.dry_run else ''}{change}")
+        if not removal.changed:
+            paths = ", ".join(str(p) for p in (removal.files.config, removal.files.hooks))
+            print(f"{removal.client}: nothing of ours to remove ({paths})")
+    if args.dry_run:
+        print("dry run: nothing written")
+    return EXIT_OK
 
 
 def _session_id(db: Path, name: str) -> str | None:
