@@ -23,10 +23,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_agents import EXE, summary, timed
@@ -48,7 +48,7 @@ async def call(client: ClientSession, tool: str, arguments: dict[str, Any]) -> A
 @contextlib.asynccontextmanager
 async def over_http(url: str, token: str) -> AsyncIterator[ClientSession]:
     async with (
-        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as http,
         streamable_http_client(url, http_client=http) as streams,
         ClientSession(streams[0], streams[1]) as client,
     ):

@@ -24,12 +24,13 @@ from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from termal_tui.agents.registry import Registry
 from tests.test_agents_e2e import EXE, Agent, ChannelParams, ToolFailure, wait_for
 
 pytest.importorskip("uvicorn")
+
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: SSE reads wait long
 
 
 def cli(db: Path, *argv: str) -> str:
@@ -128,7 +129,7 @@ def _children() -> set[int]:
 async def http_client(url: str, token: str, *, close: bool = True) -> AsyncIterator[ClientSession]:
     """A plain MCP client by URL with a bearer header (what Codex or Inspector does)."""
     async with (
-        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as http,
         streamable_http_client(url, http_client=http, terminate_on_close=close) as streams,
         ClientSession(streams[0], streams[1]) as client,
     ):
