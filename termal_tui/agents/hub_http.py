@@ -103,9 +103,11 @@ def jsonrpc_error(status: int, code: int, message: str, headers: dict[str, str])
 
 class BodyLimit:
     """Refuses a body over ``limit`` bytes with a JSON 413 — on the declared length
-    before any of it is read, or as soon as a streamed body passes it — and closes the
-    connection (the rest of that body is never read). ``jsonrpc``: answer in JSON-RPC's
-    error shape (the MCP endpoint)."""
+    before any of it is read, or as soon as a streamed body passes it. The rest of that
+    body is read and dropped by the server (closing at once would reset the connection
+    under a client still writing, and it would never see the answer); the connection
+    guard's body deadline bounds how long that may take. ``jsonrpc``: answer in
+    JSON-RPC's error shape (the MCP endpoint)."""
 
     def __init__(self, app: ASGIApp, limit: int, *, jsonrpc: bool) -> None:
         self.app = app
@@ -117,7 +119,7 @@ class BodyLimit:
             f"the request body is larger than the {self.limit} bytes this hub accepts "
             "(a message body is at most 256 KiB); nothing was done"
         )
-        headers = {"connection": "close"}
+        headers: dict[str, str] = {}
         if self.jsonrpc:
             return jsonrpc_error(413, INVALID_REQUEST, text, headers)
         return json_error(413, "request_too_large", text, headers)
