@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import subprocess
 from collections.abc import AsyncIterator
@@ -355,3 +356,17 @@ async def test_tls_on_loopback_accepts_its_own_https_origin(world: dict[str, Any
                     running.url, json=INITIALIZE, headers=HEADERS | bearer | {"origin": origin}
                 )
                 assert answer.status_code == status, (origin, answer.text)
+
+
+async def test_a_request_header_too_large_to_parse_is_refused_in_json():
+    async with served(protocol_for(tracker(Clock()))) as sock:
+        host, port = sock.getsockname()[:2]
+        reader, writer = await asyncio.open_connection(host, port)
+        # A header that is still not over after 32 KiB (h11 gives up at 16 KiB).
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 32 * 1024)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)  # the hub closes after it
+        writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
+    assert json.loads(body)["error"] == "invalid_request"

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import resource
 import socket
@@ -257,6 +258,27 @@ def protocol_for(tracker: ConnectionTracker) -> type[H11Protocol]:
                 tracker.body(self.tracked)
             else:
                 tracker.received(self.tracked)
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to a request h11 cannot parse (a header over 16 KiB among
+            them), in JSON like every other refusal."""
+            body = json.dumps(
+                {"error": "invalid_request", "error_description": f"{msg} Nothing was done."}
+            ).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            with contextlib.suppress(h11.LocalProtocolError):
+                self.transport.write(
+                    self.conn.send(
+                        h11.Response(status_code=400, headers=headers, reason=b"Bad Request")
+                    )
+                    + (self.conn.send(h11.Data(data=body)) or b"")
+                    + (self.conn.send(h11.EndOfMessage()) or b"")
+                )
+            self.transport.close()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
