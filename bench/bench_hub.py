@@ -1,12 +1,17 @@
 """The hub: send, read and acknowledge over MCP streamable HTTP (``termal-tui serve``)
 beside the same through a shim (``termal-tui mcp --remote``, stdio then HTTP), the
 stdio server (``termal-tui mcp``) and a direct store call, in one run on one file; then
-8 concurrent remote agents' send throughput against the same 8 over stdio.
+8 concurrent remote agents' send throughput against the same 8 over stdio; then one call
+on a reused HTTP connection written the way curl or a raw socket writes it (headers, then
+body) beside the same JSON-RPC line over stdio; then token agents' latency with and
+without 1,000 idle or half-open connections from the same loopback address.
 
-    python bench/bench_hub.py [--calls 200] [--agents 8] [--sends 50]
+    python bench/bench_hub.py [--calls 200] [--agents 8] [--sends 50] [--attack 1000]
+                              [--attack-seconds 8]
 
 Everything on loopback; the hub's rate limit is raised out of the way (it is a
-measurement of the transport, not of the limiter).
+measurement of the transport, not of the limiter). The attacker is a child process that
+keeps ``--attack`` sockets open (reopening what the hub closes) and stops by itself.
 """
 
 from __future__ import annotations
@@ -14,7 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
+import multiprocessing
 import os
+import selectors
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,10 +33,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_agents import EXE, summary, timed
@@ -34,10 +44,10 @@ from bench_agents import EXE, summary, timed
 from termal_tui.agents.registry import Registry
 from termal_tui.store.writer import open_writer
 
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: SSE reads wait long
+
 
 async def call(client: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
-    import json
-
     result = await client.call_tool(tool, arguments)
     text = result.content[0].text  # type: ignore[union-attr]
     if result.is_error:
@@ -48,7 +58,7 @@ async def call(client: ClientSession, tool: str, arguments: dict[str, Any]) -> A
 @contextlib.asynccontextmanager
 async def over_http(url: str, token: str) -> AsyncIterator[ClientSession]:
     async with (
-        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as http,
         streamable_http_client(url, http_client=http) as streams,
         ClientSession(streams[0], streams[1]) as client,
     ):
@@ -165,7 +175,253 @@ async def throughput(clients: list[ClientSession], names: list[str], sends: int,
     return len(clients) * sends / (time.perf_counter() - started)
 
 
-async def main(calls: int, agents: int, sends: int) -> None:
+# ------------------------------------------------------------------ raw calls
+
+
+def request_line(number: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": number, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+INIT_PARAMS = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "0"},
+}
+LIST_CALL = {"name": "termal_list_mailboxes", "arguments": {}}
+
+
+class RawHttp:
+    """One keep-alive connection that writes each request's headers, then its body, in
+    two writes (as curl --next or a plain socket client does)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+        self.host, self.port = host, int(port)
+        self.token = token
+        self.sock = socket.create_connection((host, self.port))
+        self.session = ""
+        self.buffer = b""
+
+    def post(self, body: bytes) -> tuple[bytes, bytes]:
+        extra = f"mcp-session-id: {self.session}\r\nmcp-protocol-version: 2025-06-18\r\n"
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Authorization: Bearer {self.token}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n"
+            f"{extra if self.session else ''}Content-Length: {len(body)}\r\n\r\n"
+        )
+        self.sock.sendall(head.encode())
+        self.sock.sendall(body)
+        return self._response()
+
+    def _read(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the hub closed the connection")
+        self.buffer += chunk
+
+    def _response(self) -> tuple[bytes, bytes]:
+        while b"\r\n\r\n" not in self.buffer:
+            self._read()
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        fields = {
+            k.strip().lower(): v.strip()
+            for k, _, v in (line.partition(b":") for line in head.split(b"\r\n")[1:])
+        }
+        if b"content-length" in fields:
+            length = int(fields[b"content-length"])
+            while len(self.buffer) < length:
+                self._read()
+            body, self.buffer = self.buffer[:length], self.buffer[length:]
+            return head, body
+        body = b""  # chunked
+        while True:
+            while b"\r\n" not in self.buffer:
+                self._read()
+            size_line, _, self.buffer = self.buffer.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            while len(self.buffer) < size + 2:
+                self._read()
+            body += self.buffer[:size]
+            self.buffer = self.buffer[size + 2 :]
+            if size == 0:
+                return head, body
+
+    def open(self) -> None:
+        head, _ = self.post(request_line(1, "initialize", INIT_PARAMS))
+        self.session = next(
+            line.split(b":", 1)[1].strip().decode()
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"mcp-session-id:")
+        )
+        self.post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class RawStdio:
+    """``termal-tui mcp`` driven by JSON-RPC lines on its stdin."""
+
+    def __init__(self, db: Path, session: str) -> None:
+        self.process = subprocess.Popen(
+            [EXE, "mcp", "--session", session, str(db)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def send(self, line: bytes) -> bytes:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+        number = json.loads(line)["id"]
+        while True:  # skip anything the server says on its own
+            answer = self.process.stdout.readline()
+            if not answer or json.loads(answer).get("id") == number:
+                return answer
+
+    def open(self) -> None:
+        self.send(request_line(1, "initialize", INIT_PARAMS))
+        assert self.process.stdin is not None
+        self.process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def reused_connection(url: str, token: str, db: Path, session: str, calls: int) -> None:
+    """The same tools/call over a reused HTTP connection (headers and body in two
+    writes) and over stdio, interleaved in rounds so both see the same machine."""
+    http, stdio = RawHttp(url, token), RawStdio(db, session)
+    http.open()
+    stdio.open()
+    samples: dict[str, list[float]] = {"http": [], "stdio": []}
+    try:
+        for n in range(calls):
+            line = request_line(100 + n, "tools/call", LIST_CALL)
+            for label in ("http", "stdio"):
+                started = time.perf_counter()
+                if label == "http":
+                    http.post(line)
+                else:
+                    stdio.send(line)
+                samples[label].append((time.perf_counter() - started) * 1000)
+    finally:
+        http.close()
+        stdio.close()
+    (h50, h99), (s50, s99) = summary(samples["http"]), summary(samples["stdio"])
+    print(f"\none call (termal_list_mailboxes), {calls} times each, interleaved (ms: median / p99)")
+    print(f"  HTTP, reused connection, headers then body: {h50:6.2f} / {h99:6.2f}")
+    print(f"  stdio, one JSON-RPC line:                   {s50:6.2f} / {s99:6.2f}")
+    print(f"  HTTP / stdio (medians): {h50 / s50:.2f}x (target: within 3x)")
+
+
+# ------------------------------------------------------------------ the attack
+
+
+def attacker(host: str, port: int, count: int, seconds: float, report: Any) -> None:
+    """Keep ``count`` connections open to the hub for ``seconds``: half send nothing, half
+    half a request header; whatever the hub closes is reopened. Stops by itself."""
+    selector = selectors.DefaultSelector()
+    opened = closed_by_hub = 0
+    deadline = time.monotonic() + seconds
+
+    def connect(n: int) -> None:
+        nonlocal opened
+        try:
+            conn = socket.create_connection((host, port), timeout=2)
+        except OSError:
+            return
+        opened += 1
+        if n % 2:
+            with contextlib.suppress(OSError):
+                conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        conn.setblocking(False)
+        selector.register(conn, selectors.EVENT_READ, n)
+
+    for n in range(count):
+        connect(n)
+    held: list[int] = []
+    while time.monotonic() < deadline:
+        for key, _ in selector.select(timeout=0.05):
+            conn = key.fileobj
+            assert isinstance(conn, socket.socket)
+            try:
+                data = conn.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                closed_by_hub += 1
+                selector.unregister(conn)
+                conn.close()
+                connect(key.data)
+        held.append(len(selector.get_map()))
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()  # type: ignore[union-attr]
+    report.put(
+        {"opened": opened, "closed_by_hub": closed_by_hub, "held": statistics.median(held or [0])}
+    )
+
+
+async def agents_latency(clients: list[ClientSession], seconds: float) -> list[float]:
+    """Token agents calling termal_list_mailboxes back to back for ``seconds``."""
+    samples: list[float] = []
+    stop = time.monotonic() + seconds
+
+    async def agent(client: ClientSession) -> None:
+        while time.monotonic() < stop:
+            await timed(samples, lambda: call(client, "termal_list_mailboxes", {}))
+
+    await asyncio.gather(*(agent(c) for c in clients))
+    return samples
+
+
+async def under_attack(url: str, tokens: list[str], count: int, seconds: float) -> None:
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(over_http(url, t)) for t in tokens]
+        quiet = await agents_latency(clients, seconds)
+        context = multiprocessing.get_context("spawn")
+        report = context.Queue()
+        child = context.Process(
+            target=attacker, args=(host, int(port), count, seconds + 3, report), daemon=True
+        )
+        child.start()
+        await asyncio.sleep(2.0)  # the sockets are open (and being turned over)
+        attacked = await agents_latency(clients, seconds)
+        failures = 0
+        async with httpx2.AsyncClient(timeout=5) as fresh:  # a new connection mid-attack
+            for token in tokens:
+                answer = await fresh.get(
+                    url.removesuffix("/mcp") + "/health",
+                    headers={"authorization": f"Bearer {token}"},
+                )
+                failures += answer.status_code != 200
+        stats = await asyncio.to_thread(report.get, True, 60)
+        child.join(10)
+    (q50, q99), (a50, a99) = summary(quiet), summary(attacked)
+    print(f"\n{len(tokens)} token agents calling, {seconds:g} s each (ms: median / p99)")
+    print(
+        f"  quiet:                                    {q50:6.2f} / {q99:6.2f} ({len(quiet)} calls)"
+    )
+    print(
+        f"  with {count} idle/half-open sockets from 127.0.0.1: {a50:6.2f} / {a99:6.2f} "
+        f"({len(attacked)} calls)"
+    )
+    print(
+        f"  attacker: {stats['opened']} connections opened, {stats['closed_by_hub']} closed by "
+        f"the hub, median {stats['held']:.0f} open; fresh token connections refused: {failures}"
+    )
+
+
+# ------------------------------------------------------------------ the run
+
+
+async def main(calls: int, agents: int, sends: int, attack: int, attack_seconds: float) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-hub-"))
     db = tmp / "coordination.sqlite"
     registry = Registry.beside(db)
@@ -173,7 +429,11 @@ async def main(calls: int, agents: int, sends: int) -> None:
     sessions = {f"{p}-{r}": registry.add(f"{p}-{r}") for p in pairs for r in ("s", "r")}
     fleet = [registry.add(f"agent-{i}") for i in range(agents)]
     local = [registry.add(f"local-{i}") for i in range(agents)]
-    tokens = {name: registry.issue_token(name)[1] for name in [*sessions, *(s.name for s in fleet)]}
+    raw = [registry.add("raw-http"), registry.add("raw-stdio")]
+    tokens = {
+        name: registry.issue_token(name)[1]
+        for name in [*sessions, *(s.name for s in fleet), "raw-http"]
+    }
     async with open_writer(db):
         pass  # the file exists before anyone serves it
     results: dict[str, dict[str, list[float]]] = {}
@@ -221,6 +481,12 @@ async def main(calls: int, agents: int, sends: int) -> None:
     print(f"\nthroughput, {agents} concurrent agents x {sends} sends")
     print(f"  {agents} remote agents over HTTP, one hub: {http_rate:7.0f} sends/s")
     print(f"  {agents} agents over stdio, {agents} servers: {stdio_rate:7.0f} sends/s")
+    print(f"  HTTP / stdio: {http_rate / stdio_rate:.0%} (target: at least 60%)")
+    with hub(db, tmp / "hub2.log") as url:
+        reused_connection(url, tokens["raw-http"], db, raw[1].name, calls)
+        if attack:
+            agent_tokens = [tokens[s.name] for s in fleet[:4]]
+            await under_attack(url, agent_tokens, attack, attack_seconds)
 
 
 if __name__ == "__main__":
@@ -228,5 +494,9 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--sends", type=int, default=50)
+    parser.add_argument("--attack", type=int, default=1000, help="idle sockets (0: skip)")
+    parser.add_argument("--attack-seconds", type=float, default=8.0)
     options = parser.parse_args()
-    asyncio.run(main(options.calls, options.agents, options.sends))
+    asyncio.run(
+        main(options.calls, options.agents, options.sends, options.attack, options.attack_seconds)
+    )

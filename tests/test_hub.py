@@ -24,12 +24,14 @@ from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
+from termal_tui.agents.hub_http import MAX_REQUEST_BYTES
 from termal_tui.agents.registry import Registry
 from tests.test_agents_e2e import EXE, Agent, ChannelParams, ToolFailure, wait_for
 
 pytest.importorskip("uvicorn")
+
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: SSE reads wait long
 
 
 def cli(db: Path, *argv: str) -> str:
@@ -56,7 +58,7 @@ def hub(db: Path, log: Path, *extra: str) -> Iterator[Hub]:
             [EXE, "serve", "--db", str(db), "--port", "0", *extra], stdout=out, stderr=out
         )
     try:
-        give_up = time.monotonic() + 15
+        give_up = time.monotonic() + 60  # a loaded machine starts a hub slowly
         while True:
             text = log.read_text()
             found = next(
@@ -128,7 +130,7 @@ def _children() -> set[int]:
 async def http_client(url: str, token: str, *, close: bool = True) -> AsyncIterator[ClientSession]:
     """A plain MCP client by URL with a bearer header (what Codex or Inspector does)."""
     async with (
-        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as http,
         streamable_http_client(url, http_client=http, terminate_on_close=close) as streams,
         ClientSession(streams[0], streams[1]) as client,
     ):
@@ -151,6 +153,26 @@ def message_rows(db: Path, key: str | None = None) -> list[tuple[Any, ...]]:
         return conn.execute(
             "SELECT id FROM mailbox_messages WHERE idempotency_key = ?", (key,)
         ).fetchall()
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """One HTTP response with a Content-Length, read whole from a raw socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        body += chunk
+    return head + b"\r\n\r\n" + body
 
 
 INITIALIZE = {
@@ -339,14 +361,18 @@ async def test_oversized_request_is_413_before_it_is_read(world: dict[str, Any])
                 ).encode()
             )
             # Only the headers and a few bytes were sent; the answer comes anyway.
-            answer = sock.recv(4096).decode()
+            answer = read_response(sock).decode()
         assert answer.startswith("HTTP/1.1 413"), answer
+        assert "application/json" in answer.lower()
+        refusal = json.loads(answer.split("\r\n\r\n", 1)[1])
+        assert refusal["jsonrpc"] == "2.0" and refusal["error"]["code"] == -32600
+        assert "nothing was done" in refusal["error"]["message"]
 
         # A body over the cap announced without a length is cut off while streaming.
         async with httpx2.AsyncClient() as http:
 
             async def chunks() -> AsyncIterator[bytes]:
-                for _ in range(12):
+                for _ in range(MAX_REQUEST_BYTES // (64 * 1024) + 2):
                     yield b" " * 64 * 1024
 
             answer2 = await http.post(
@@ -355,6 +381,15 @@ async def test_oversized_request_is_413_before_it_is_read(world: dict[str, Any])
                 headers=HEADERS | {"authorization": f"Bearer {tokens['alice']}"},
             )
             assert answer2.status_code == 413
+            assert answer2.json()["error"]["code"] == -32600
+            # The hook endpoint refuses in its own JSON shape.
+            answer3 = await http.post(
+                running.url.removesuffix("/mcp") + "/hook",
+                content=b"{" + b" " * (MAX_REQUEST_BYTES + 1) + b"}",
+                headers={"authorization": f"Bearer {tokens['alice']}"},
+            )
+            assert answer3.status_code == 413
+            assert answer3.json()["error"] == "request_too_large"
         # A body at the store's cap still goes through, escaped to more than its size.
         async with http_client(running.url, tokens["alice"]) as alice:
             big = await call(
@@ -367,6 +402,14 @@ async def test_oversized_request_is_413_before_it_is_read(world: dict[str, Any])
                 },
             )
             assert big["sequence"] == 1
+            # The contract's worst case: 256 KiB of control characters, each escaped as
+            # \u00XX (6 bytes on the wire), with a long key: stored, as over stdio.
+            worst = await call(
+                alice,
+                "termal_send_to_session",
+                {"sessionId": "bob", "message": "\x01" * 256 * 1024, "idempotencyKey": "k" * 256},
+            )
+            assert worst["sequence"] == 2
 
 
 async def test_a_burst_past_the_limit_is_429(world: dict[str, Any]):

@@ -13,9 +13,10 @@ on the uvicorn/starlette it brings). The same six mailbox and three board tools 
   another, and the SDK refuses an MCP session id opened with another credential.
 * **One generic target error** (the contract's rule for remote exposure): missing, self
   and ineligible targets are indistinguishable (``AgentTools.generic_target_errors``).
-* **Limits before work**: a body cap checked before the body is read (413, the SDK's
-  ``RequestBodyLimitMiddleware``), a token bucket per token (429 with ``Retry-After``),
-  uvicorn's concurrency limit and keep-alive timeout, the SDK's idle and session limits.
+* **Limits before work**: a body cap checked before the body is read (a JSON 413), a
+  token bucket per token (429 with ``Retry-After``), the SDK's idle and session limits
+  (``hub_http``); deadlines for request headers and bodies, per-address and total
+  connection limits (``hub_server``, which runs uvicorn).
 * **Graceful stop**: the first SIGTERM or SIGINT stops taking tool calls (503, nothing
   done) and waits for those in flight to answer; a send is committed or not, and its
   idempotency key replays either way. A second signal stops at once.
@@ -29,44 +30,49 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
-import math
-import socket
-import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import anyio
 import mcp_types as types
-import uvicorn
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import (
-    AuthenticatedUser,
-    BearerAuthBackend,
-    RequireAuthMiddleware,
-)
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import GET_STREAM_KEY, MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from termal_tui.agents.board_tools import BOARD_TOOL_NAMES, BoardTools
 from termal_tui.agents.hooks import HOOK_EVENTS
+from termal_tui.agents.hub_http import (
+    HOOK_PATH,
+    MAX_REQUEST_BYTES,
+    MCP_PATH,
+    BodyLimit,
+    Gate,
+    MarkAuthenticated,
+    RateLimit,
+    RequestLog,
+    caller_of,
+    is_loopback,
+    json_error,
+    loopback_hosts,
+    loopback_origins,
+)
 from termal_tui.agents.mcp_server import (
     CHANNEL_METHOD,
     ChannelNotification,
@@ -76,20 +82,16 @@ from termal_tui.agents.mcp_server import (
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
-from termal_tui.formats import BUSY_TIMEOUT_MS, MAX_BODY_BYTES, REQUEST_DEADLINE_SECONDS
+from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.models import UnreadWakeup
 from termal_tui.store.board.writer import BoardWriter, open_board_writer
 from termal_tui.store.writer import MailboxWriter, open_writer
 
 logger = logging.getLogger("termal_tui.hub")
 
-MCP_PATH = "/mcp"
-HOOK_PATH = "/hook"
+__all__ = ["HOOK_PATH", "MCP_PATH", "Hub", "HubLimits", "HubOptions", "is_loopback"]
+
 WAKE_HEADER = "termal-wake"  # a client that takes channel events: ``TermAl-Wake: channel``
-# A send's body is at most 256 KiB; its JSON-RPC request carries it escaped (a newline or
-# a quote is two bytes), inside an envelope. Anything larger is refused before it is read.
-ENVELOPE_BYTES = 64 * 1024
-MAX_REQUEST_BYTES = 2 * MAX_BODY_BYTES + ENVELOPE_BYTES
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,10 @@ class HubLimits:
     max_request_bytes: int = MAX_REQUEST_BYTES
     rate: float = 20.0  # requests per second per token, sustained
     burst: int = 60  # requests per token at once
-    max_connections: int = 200  # uvicorn's limit_concurrency (503 beyond it)
+    max_connections: int = 1000  # open TCP connections, all addresses (JSON 503 beyond)
+    max_pending_per_address: int = 32  # connections per address without a valid token yet
+    header_timeout: float = 5.0  # seconds a request header may take to arrive
+    body_timeout: float = 30.0  # seconds a request body may take, after its header
     max_sessions: int = 1000  # open MCP sessions (the SDK's 503 beyond it)
     session_idle: float = 30 * 60.0  # an MCP session with no request for this long ends
     keep_alive: float = 15.0  # an idle HTTP connection is closed after this long
@@ -116,15 +121,6 @@ class HubOptions:
     limits: HubLimits = field(default_factory=HubLimits)
     busy_timeout: float = BUSY_TIMEOUT_MS / 1000
     interval: float = 0.2  # the channel watchers' poll
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 # ------------------------------------------------------------------ identity
@@ -146,127 +142,6 @@ class RegistryTokenVerifier:
         if session is None:
             return None
         return AccessToken(token=token, client_id=session.id, scopes=["mailbox"])
-
-
-def caller_of(scope: Scope) -> str | None:
-    user = scope.get("user")
-    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
-
-
-# ------------------------------------------------------------------ ASGI middleware
-
-
-def _json_error(status: int, error: str, description: str, headers: dict[str, str]) -> Response:
-    return JSONResponse(
-        {"error": error, "error_description": description}, status_code=status, headers=headers
-    )
-
-
-class RateLimit:
-    """A token bucket per token (after authentication): ``rate`` a second, ``burst`` at once."""
-
-    def __init__(self, app: ASGIApp, rate: float, burst: int) -> None:
-        self.app = app
-        self.rate = rate
-        self.burst = float(burst)
-        self._buckets: dict[str, tuple[float, float]] = {}
-
-    def _take(self, key: str) -> float:
-        """0 if a request may go now, else seconds until one may."""
-        now = time.monotonic()
-        level, at = self._buckets.get(key, (self.burst, now))
-        level = min(self.burst, level + (now - at) * self.rate)
-        if level >= 1.0:
-            self._buckets[key] = (level - 1.0, now)
-            return 0.0
-        self._buckets[key] = (level, now)
-        return (1.0 - level) / self.rate
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        caller = caller_of(scope) if scope["type"] == "http" else None
-        if caller is not None:
-            wait = self._take(caller)
-            if wait > 0:
-                seconds = max(1, math.ceil(wait))
-                response = _json_error(
-                    429,
-                    "rate_limited",
-                    f"more than {self.burst:g} requests at once or {self.rate:g} a second "
-                    f"for this token; retry after {seconds} s (nothing was done)",
-                    {"retry-after": str(seconds)},
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-class Gate:
-    """Counts the requests that may change something (POST, DELETE) while they run, and
-    refuses new ones once the hub is stopping (503: nothing was done, retry later)."""
-
-    def __init__(self, app: ASGIApp, hub: Hub) -> None:
-        self.app = app
-        self.hub = hub
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("POST", "DELETE"):
-            await self.app(scope, receive, send)
-            return
-        if self.hub.draining:
-            response = _json_error(
-                503,
-                "stopping",
-                "the hub is stopping; nothing was done: retry the same request",
-                {"retry-after": "5", "connection": "close"},
-            )
-            await response(scope, receive, send)
-            return
-        self.hub.inflight += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.hub.inflight -= 1
-
-
-class RequestLog:
-    """One line per request: method, path, status, milliseconds, caller (when known)."""
-
-    def __init__(self, app: ASGIApp, level: int) -> None:
-        self.app = app
-        self.level = level
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.monotonic()
-        status = [0]
-
-        async def watched(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watched)
-        finally:
-            client = scope.get("client")
-            logger.log(
-                self.level,
-                "%s %s %s %s %d %.1fms %s",
-                f"{client[0]}:{client[1]}" if client else "-",
-                scope["method"],
-                scope["path"],
-                _header(scope, MCP_SESSION_ID_HEADER) or "-",
-                status[0],
-                (time.monotonic() - started) * 1000,
-                caller_of(scope) or "-",
-            )
-
-
-def _header(scope: Scope, name: str) -> str | None:
-    key = name.lower().encode("latin-1")
-    return next((v.decode("latin-1") for k, v in scope["headers"] if k == key), None)
 
 
 # ------------------------------------------------------------------ the hub
@@ -295,11 +170,11 @@ class Hub:
                 # DNS rebinding: on loopback only our own host names; elsewhere a reverse
                 # proxy decides the Host header, and the token is what guards the door.
                 enable_dns_rebinding_protection=loopback,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+                allowed_hosts=loopback_hosts(),
+                allowed_origins=loopback_origins(),
             ),
             session_idle_timeout=limits.session_idle,
-            max_request_body_size=limits.max_request_bytes,
+            max_request_body_size=limits.max_request_bytes,  # BodyLimit answers first
             max_sessions=limits.max_sessions,
         )
 
@@ -473,7 +348,7 @@ class Hub:
     async def health(self, request: Request) -> Response:
         """``doctor --json`` of the hub's file (a token is needed: it names mailboxes)."""
         if caller_of(request.scope) is None:
-            return _json_error(
+            return json_error(
                 401, "invalid_token", "Authentication required",
                 {"www-authenticate": 'Bearer error="invalid_token"'},
             )  # fmt: skip
@@ -490,14 +365,16 @@ class Hub:
         }
         return JSONResponse(document)
 
-    def app(self) -> ASGIApp:
+    def app(self, on_caller: Callable[[Scope], None] | None = None) -> ASGIApp:
+        """The ASGI app (``hub_http``'s middleware around the routes). ``on_caller(scope)``
+        runs as soon as a request's token is verified (the connection guard's cue)."""
         limits = self.options.limits
-        mcp_app: ASGIApp = RequireAuthMiddleware(StreamableHTTPASGIApp(self.manager), [])
-        mcp_app = RateLimit(mcp_app, limits.rate, limits.burst)
-        hook_app: ASGIApp = RequireAuthMiddleware(
-            RequestBodyLimitMiddleware(self.hook, limits.max_request_bytes), []
+        mcp_app: ASGIApp = BodyLimit(
+            StreamableHTTPASGIApp(self.manager), limits.max_request_bytes, jsonrpc=True
         )
-        hook_app = RateLimit(hook_app, limits.rate, limits.burst)
+        mcp_app = RateLimit(RequireAuthMiddleware(mcp_app, []), limits.rate, limits.burst)
+        hook_app: ASGIApp = BodyLimit(self.hook, limits.max_request_bytes, jsonrpc=False)
+        hook_app = RateLimit(RequireAuthMiddleware(hook_app, []), limits.rate, limits.burst)
         starlette = Starlette(
             routes=[
                 Route("/health", self.health, methods=["GET"]),
@@ -510,6 +387,7 @@ class Hub:
                     backend=BearerAuthBackend(RegistryTokenVerifier(self.registry)),
                 ),
                 Middleware(AuthContextMiddleware),
+                Middleware(MarkAuthenticated, on_caller=on_caller),
             ],
             lifespan=self.lifespan,
         )
@@ -520,101 +398,3 @@ class Hub:
 def _request_caller(ctx: ServerRequestContext[Any]) -> str | None:
     request = ctx.request
     return caller_of(request.scope) if isinstance(request, Request) else None
-
-
-# ------------------------------------------------------------------ running it
-
-
-class _HubServer(uvicorn.Server):
-    """uvicorn with a drain: the first signal stops new calls and waits for in-flight ones."""
-
-    def __init__(self, config: uvicorn.Config, hub: Hub) -> None:
-        super().__init__(config)
-        self.hub = hub
-        self._drain_until = 0.0
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if not self.hub.draining:
-            self.hub.draining = True
-            self._drain_until = time.monotonic() + self.hub.options.limits.drain
-            logger.info("stopping: %d call(s) in flight may finish", self.hub.inflight)
-            return
-        super().handle_exit(sig, frame)  # a second signal: stop now
-        self.force_exit = True
-
-    async def on_tick(self, counter: int) -> bool:
-        hub = self.hub
-        done = hub.inflight == 0 or time.monotonic() > self._drain_until
-        if hub.draining and not self.should_exit and done:
-            if hub.inflight:
-                logger.warning("stopping with %d call(s) still in flight", hub.inflight)
-            self.should_exit = True
-        return await super().on_tick(counter)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.set_inheritable(True)
-    return sock
-
-
-def run_hub(options: HubOptions, sock: socket.socket, on_ready: Any = None) -> None:
-    """Serve until stopped (blocking). ``on_ready(url)`` runs once the hub answers."""
-    logging.basicConfig(
-        level=options.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    hub = Hub(options)
-    limits = options.limits
-    config = uvicorn.Config(
-        hub.app(),
-        log_config=None,
-        log_level=options.log_level,
-        access_log=False,
-        lifespan="on",
-        limit_concurrency=limits.max_connections,
-        timeout_keep_alive=int(max(1, limits.keep_alive)),
-        timeout_graceful_shutdown=2,
-        ssl_certfile=str(options.certfile) if options.certfile else None,
-        ssl_keyfile=str(options.keyfile) if options.keyfile else None,
-        server_header=False,
-    )
-    server = _HubServer(config, hub)
-
-    async def main() -> None:
-        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.02)
-        if server.started and on_ready is not None:
-            on_ready(hub_url(options, sock))
-        await serving
-        server._captured_signals.clear()  # drained: exit 0, not by the signal
-
-    asyncio.run(main())
-
-
-def hub_url(options: HubOptions, sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    scheme = "https" if options.certfile else "http"
-    shown = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{shown}:{port}{MCP_PATH}"
-
-
-def exposure_lines(options: HubOptions, registry: Registry) -> list[str]:
-    """What a non-loopback hub exposes, said before it starts."""
-    holders = registry.token_holders()
-    names = [s.name for s in registry.sessions() if s.id in holders]
-    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-    return [
-        f"termal-tui serve: listening on {options.host}:{options.port}, beyond this machine.",
-        f"  It exposes the mailbox and board tools of {options.db_path} to anyone who can "
-        "reach that address and holds a session token.",
-        f"  Sessions with a token: {shown or 'none yet (termal-tui session token NAME)'}.",
-        "  Tokens are sent in clear text unless you use --certfile/--keyfile or a TLS "
-        "reverse proxy."
-        if options.certfile is None
-        else "  TLS: on (--certfile/--keyfile).",
-    ]

@@ -9,7 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from termal_tui.cli.agents import busy_timeout, database, registry_for
-from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, add_db
+from termal_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    add_db,
+)
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -28,7 +36,19 @@ def describe(_name: str, _line: str) -> str:
 LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--rate", float, "requests per second per token, sustained (default {default})"),
     ("--burst", int, "requests per token at once (default {default})"),
-    ("--max-connections", int, "concurrent HTTP connections (default {default}; 503 beyond)"),
+    ("--max-connections", int, "open TCP connections in all (default {default}; 503 beyond)"),
+    (
+        "--max-pending-per-address",
+        int,
+        "connections per client address that have not yet shown a valid token (default "
+        "{default}; beyond it the address's oldest idle one is closed)",
+    ),
+    ("--header-timeout", float, "seconds a request header may take to arrive (default {default})"),
+    (
+        "--body-timeout",
+        float,
+        "seconds a request body may take after its header (default {default})",
+    ),
     ("--max-sessions", int, "open MCP sessions (default {default})"),
     ("--session-idle", float, "seconds an MCP session may stay idle (default {default})"),
     ("--keep-alive", float, "seconds an idle HTTP connection stays open (default {default})"),
@@ -91,23 +111,43 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         )
 
 
+def check_tls(certfile: Path, keyfile: Path) -> None:
+    """One sentence naming the file if the certificate or key cannot be used."""
+    import ssl
+
+    for flag, path in (("--certfile", certfile), ("--keyfile", keyfile)):
+        try:
+            with path.open("rb"):
+                pass
+        except FileNotFoundError:
+            raise CommandError(f"{flag} {path}: no such file", EXIT_NOT_FOUND) from None
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise CommandError(f"{flag} {path} cannot be read: {reason}", EXIT_FAILED) from None
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (ssl.SSLError, OSError) as error:
+        reason = getattr(error, "reason", None) or error.strerror or type(error).__name__
+        raise CommandError(
+            f"--certfile {certfile} and --keyfile {keyfile} are not a PEM certificate and "
+            f"its private key ({reason})",
+            EXIT_INVALID,
+        ) from None
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     path = database(args, parser)
     try:
-        from termal_tui.agents.hub import (
-            HubLimits,
-            HubOptions,
-            bind,
-            exposure_lines,
-            is_loopback,
-            run_hub,
-        )
+        from termal_tui.agents.hub import HubLimits, HubOptions, is_loopback
+        from termal_tui.agents.hub_server import bind, exposure_lines, run_hub
     except ImportError:
         raise CommandError(
             "the hub needs the official mcp SDK: pip install 'termal-tui[mcp]'", EXIT_FAILED
         ) from None
     if (args.certfile is None) != (args.keyfile is None):
         parser.error("--certfile and --keyfile go together")
+    if args.certfile is not None:
+        check_tls(args.certfile, args.keyfile)
     options = HubOptions(
         db_path=path,
         host=args.host,
@@ -120,6 +160,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             rate=args.rate,
             burst=args.burst,
             max_connections=args.max_connections,
+            max_pending_per_address=args.max_pending_per_address,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
             max_sessions=args.max_sessions,
             session_idle=args.session_idle,
             keep_alive=args.keep_alive,

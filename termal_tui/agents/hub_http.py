@@ -1,0 +1,280 @@
+"""The hub's HTTP layer: the ASGI middleware around :class:`~termal_tui.agents.hub.Hub`'s app.
+
+Outermost first, as ``Hub.app`` stacks them: :class:`RequestLog` (one line per request),
+:class:`Gate` (refuses new calls while the hub drains), starlette's authentication with
+:class:`MarkAuthenticated` behind it (tells the connection guard a connection carries a
+valid token), then per route :class:`RateLimit` (a token bucket per token) and
+:class:`BodyLimit` (a JSON 413 before anything larger than the contract admits is read).
+Every refusal here is JSON: a JSON-RPC error on ``/mcp``, ``{"error", "error_description"}``
+elsewhere. No private attribute of the MCP SDK is used.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from termal_tui.formats import MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from termal_tui.agents.hub import Hub
+
+logger = logging.getLogger("termal_tui.hub")
+
+MCP_PATH = "/mcp"
+HOOK_PATH = "/hook"
+MCP_SESSION_ID_HEADER = "mcp-session-id"
+
+# The largest request the contract admits: a 256 KiB body whose every byte is a control
+# character JSON-escaped as ``\u00XX`` (6 bytes each), an idempotency or board key of up
+# to 4 KiB escaped the same way, and the JSON-RPC envelope around them. Anything larger
+# is refused before it is read.
+MAX_KEY_BYTES = 4 * 1024
+ESCAPED = 6  # ``\u00XX``: the most bytes one byte of a JSON string can take on the wire
+ENVELOPE_BYTES = 64 * 1024
+MAX_REQUEST_BYTES = ESCAPED * (MAX_BODY_BYTES + MAX_KEY_BYTES) + ENVELOPE_BYTES
+
+# JSON-RPC's "invalid request": what an MCP client is told about a body it may not send.
+INVALID_REQUEST = -32600
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def loopback_hosts() -> list[str]:
+    """The Host headers a loopback hub answers (DNS rebinding protection); a default
+    port (80, 443) is sent without one."""
+    return [*LOOPBACK_HOSTS, *(f"{host}:*" for host in LOOPBACK_HOSTS)]
+
+
+def loopback_origins() -> list[str]:
+    """The browser origins a loopback hub admits: its own host names, over HTTP or TLS,
+    with or without a port."""
+    return [
+        f"{scheme}://{host}{port}"
+        for scheme in ("http", "https")
+        for host in LOOPBACK_HOSTS
+        for port in ("", ":*")
+    ]
+
+
+def caller_of(scope: Scope) -> str | None:
+    user = scope.get("user")
+    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
+
+
+def header(scope: Scope, name: str) -> str | None:
+    key = name.lower().encode("latin-1")
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == key), None)
+
+
+def json_error(status: int, error: str, description: str, headers: dict[str, str]) -> Response:
+    return JSONResponse(
+        {"error": error, "error_description": description}, status_code=status, headers=headers
+    )
+
+
+def jsonrpc_error(status: int, code: int, message: str, headers: dict[str, str]) -> Response:
+    """An HTTP refusal in JSON-RPC's error shape (the request's id is not known: null)."""
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+class BodyLimit:
+    """Refuses a body over ``limit`` bytes with a JSON 413 — on the declared length
+    before any of it is read, or as soon as a streamed body passes it. The rest of that
+    body is read and dropped by the server (closing at once would reset the connection
+    under a client still writing, and it would never see the answer); the connection
+    guard's body deadline bounds how long that may take. ``jsonrpc``: answer in
+    JSON-RPC's error shape (the MCP endpoint)."""
+
+    def __init__(self, app: ASGIApp, limit: int, *, jsonrpc: bool) -> None:
+        self.app = app
+        self.limit = limit
+        self.jsonrpc = jsonrpc
+
+    def refusal(self) -> Response:
+        text = (
+            f"the request body is larger than the {self.limit} bytes this hub accepts "
+            "(a message body is at most 256 KiB); nothing was done"
+        )
+        headers: dict[str, str] = {}
+        if self.jsonrpc:
+            return jsonrpc_error(413, INVALID_REQUEST, text, headers)
+        return json_error(413, "request_too_large", text, headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > self.limit:
+            await self.refusal()(scope, receive, send)
+            return
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        trailing: Message | None = None
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                trailing = message
+                break
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.limit:
+                await self.refusal()(scope, receive, send)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        queued: list[Message] = [{"type": "http.request", "body": b"".join(chunks)}]
+        if trailing is not None:
+            queued.append(trailing)
+
+        async def replay() -> Message:
+            return queued.pop(0) if queued else await receive()
+
+        await self.app(scope, replay, send)
+
+
+class MarkAuthenticated:
+    """Behind authentication: tells ``on_caller`` (the connection guard) that the request's
+    connection presented a valid token, as soon as it is known — before its body is read."""
+
+    def __init__(self, app: ASGIApp, on_caller: Callable[[Scope], None] | None = None) -> None:
+        self.app = app
+        self.on_caller = on_caller
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.on_caller is not None and scope["type"] == "http" and caller_of(scope):
+            self.on_caller(scope)
+        await self.app(scope, receive, send)
+
+
+class RateLimit:
+    """A token bucket per token (after authentication): ``rate`` a second, ``burst`` at once."""
+
+    def __init__(
+        self, app: ASGIApp, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.app = app
+        self.rate = rate
+        self.burst = float(burst)
+        self.clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def _take(self, key: str) -> float:
+        """0 if a request may go now, else seconds until one may."""
+        now = self.clock()
+        level, at = self._buckets.get(key, (self.burst, now))
+        level = min(self.burst, level + (now - at) * self.rate)
+        if level >= 1.0:
+            self._buckets[key] = (level - 1.0, now)
+            return 0.0
+        self._buckets[key] = (level, now)
+        return (1.0 - level) / self.rate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller = caller_of(scope) if scope["type"] == "http" else None
+        if caller is not None:
+            wait = self._take(caller)
+            if wait > 0:
+                seconds = max(1, math.ceil(wait))
+                response = json_error(
+                    429,
+                    "rate_limited",
+                    f"more than {self.burst:g} requests at once or {self.rate:g} a second "
+                    f"for this token; retry after {seconds} s (nothing was done)",
+                    {"retry-after": str(seconds)},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class Gate:
+    """Counts the requests that may change something (POST, DELETE) while they run, and
+    refuses new ones once the hub is stopping (503: nothing was done, retry later)."""
+
+    def __init__(self, app: ASGIApp, hub: Hub) -> None:
+        self.app = app
+        self.hub = hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        if self.hub.draining:
+            response = json_error(
+                503,
+                "stopping",
+                "the hub is stopping; nothing was done: retry the same request",
+                {"retry-after": "5", "connection": "close"},
+            )
+            await response(scope, receive, send)
+            return
+        self.hub.inflight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.hub.inflight -= 1
+
+
+class RequestLog:
+    """One line per request: method, path, status, milliseconds, caller (when known)."""
+
+    def __init__(self, app: ASGIApp, level: int) -> None:
+        self.app = app
+        self.level = level
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        status = [0]
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            client = scope.get("client")
+            logger.log(
+                self.level,
+                "%s %s %s %s %d %.1fms %s",
+                f"{client[0]}:{client[1]}" if client else "-",
+                scope["method"],
+                scope["path"],
+                header(scope, MCP_SESSION_ID_HEADER) or "-",
+                status[0],
+                (time.monotonic() - started) * 1000,
+                caller_of(scope) or "-",
+            )

@@ -1,0 +1,418 @@
+"""The hub's network side: the listening socket, uvicorn, and a guard on every connection.
+
+uvicorn alone (``limit_concurrency``, ``timeout_keep_alive``) let 200 silent sockets lock
+every agent out: its limit counted request tasks as well as connections and answered 503
+to everyone beyond it, and its keep-alive timer only starts after a response — a socket
+that never finishes a request header is kept for ever. Here uvicorn's h11 protocol is
+subclassed (:class:`HubProtocol`) so that each connection reports to one
+:class:`ConnectionTracker`:
+
+* **Deadlines.** A connection has ``header_timeout`` seconds to deliver a complete request
+  header (from its opening, or from the first byte after a response) and
+  ``body_timeout`` seconds for the body after that header; past either it is closed.
+  While the app works on a request, or between requests (uvicorn's keep-alive timeout),
+  there is no deadline here.
+* **Per address.** A connection is *pending* until one of its requests presented a valid
+  token (:class:`~termal_tui.agents.hub_http.MarkAuthenticated` says so). An address may
+  hold ``max_pending_per_address`` pending connections; a new one beyond that closes the
+  address's oldest pending connection that has no request in progress, or is refused if
+  there is none — only that address's connections are touched.
+* **Real connections.** ``max_connections`` counts open TCP connections, nothing else.
+  When it is reached, the oldest idle pending connection of the address holding the most
+  pending ones is closed to make room; only when none is left is the new connection
+  refused (a JSON 503). Connections that presented a token are never closed for room.
+* **No per-call floor.** ``TCP_NODELAY`` on every accepted socket (asyncio sets it only
+  when the listening socket was made with ``IPPROTO_TCP``) and ``TCP_QUICKACK`` after each
+  read and each response, so neither Nagle nor a delayed ACK holds a reply or a request's
+  second write for 40 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import resource
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from termal_tui.agents.hub import Hub, HubOptions
+from termal_tui.agents.hub_http import MCP_PATH
+from termal_tui.agents.registry import Registry
+
+logger = logging.getLogger("termal_tui.hub")
+
+REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"content-type: application/json\r\n"
+    b"connection: close\r\n"
+    b"retry-after: 1\r\n"
+    b"content-length: %d\r\n\r\n%s"
+)
+REFUSED_BODY = (
+    b'{"error":"too_many_connections","error_description":'
+    b'"the hub holds as many connections as it may; nothing was done: retry shortly"}'
+)
+
+
+# ------------------------------------------------------------------ the tracker
+
+
+@dataclass(eq=False)
+class Tracked:
+    """One open connection as the tracker sees it."""
+
+    close: Callable[[], None]
+    address: str
+    peer: tuple[str, int] | None
+    opened: float
+    phase: str = "headers"  # headers | body | app | idle
+    deadline: float | None = None
+    busy: bool = False  # a request of its own is in progress (not closed for room)
+    trusted: bool = False  # one of its requests presented a valid token
+
+
+class ConnectionTracker:
+    """Counts real connections, per address and in all, and closes the ones past their
+    deadline. Pure bookkeeping with an injected ``clock``: the protocol reports, the
+    server's tick calls :meth:`sweep`."""
+
+    def __init__(
+        self,
+        *,
+        max_connections: int,
+        max_pending_per_address: int,
+        header_timeout: float,
+        body_timeout: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_connections = max_connections
+        self.max_pending_per_address = max_pending_per_address
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.clock = clock
+        self._all: dict[Tracked, None] = {}
+        self._pending: dict[str, dict[Tracked, None]] = {}  # per address, oldest first
+        self._by_peer: dict[tuple[str, int], Tracked] = {}
+        self.refused = 0
+        self.evicted = 0
+        self.timed_out = 0
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def pending(self, address: str) -> int:
+        return len(self._pending.get(address, ()))
+
+    # ------------------------------------------------------------ life
+
+    def admit(
+        self, close: Callable[[], None], address: str, peer: tuple[str, int] | None = None
+    ) -> Tracked | None:
+        """A new connection: tracked (its header deadline running), or None if refused
+        (the caller closes it). May close other pending connections to make room."""
+        mine = self._pending.get(address, {})
+        if len(mine) >= self.max_pending_per_address and not self._evict(mine):
+            self.refused += 1
+            return None
+        if len(self._all) >= self.max_connections:
+            crowded = sorted(self._pending.values(), key=len, reverse=True)
+            if not any(self._evict(group) for group in crowded):
+                self.refused += 1
+                return None
+        now = self.clock()
+        tracked = Tracked(close, address, peer, now, deadline=now + self.header_timeout)
+        self._all[tracked] = None
+        self._pending.setdefault(address, {})[tracked] = None
+        if peer is not None:
+            self._by_peer[peer] = tracked
+        return tracked
+
+    def release(self, tracked: Tracked) -> None:
+        """The connection is gone (whoever closed it)."""
+        self._all.pop(tracked, None)
+        group = self._pending.get(tracked.address)
+        if group is not None:
+            group.pop(tracked, None)
+            if not group:
+                del self._pending[tracked.address]
+        if tracked.peer is not None and self._by_peer.get(tracked.peer) is tracked:
+            del self._by_peer[tracked.peer]
+
+    def _evict(self, group: dict[Tracked, None]) -> bool:
+        victim = next((t for t in group if not t.busy), None)
+        if victim is None:
+            return False
+        self.evicted += 1
+        self.release(victim)
+        victim.close()
+        return True
+
+    # ------------------------------------------------------------ progress
+
+    def headers(self, tracked: Tracked) -> None:
+        """Waiting for (the rest of) a request header: its deadline runs from the first
+        time this is said, and is not moved on by more bytes."""
+        if tracked.phase != "headers" or tracked.deadline is None:
+            tracked.phase = "headers"
+            tracked.deadline = self.clock() + self.header_timeout
+
+    def body(self, tracked: Tracked) -> None:
+        """A request header is in; its body is arriving."""
+        tracked.busy = True
+        if tracked.phase != "body":
+            tracked.phase = "body"
+            tracked.deadline = self.clock() + self.body_timeout
+
+    def received(self, tracked: Tracked) -> None:
+        """The whole request is in; the app is working on it (no deadline here)."""
+        tracked.busy = True
+        tracked.phase = "app"
+        tracked.deadline = None
+
+    def answered(self, tracked: Tracked, *, body_unread: bool) -> None:
+        """A response was sent. Its request's body may still be arriving (a refusal
+        answers before reading it): its deadline keeps running."""
+        tracked.busy = False
+        if not body_unread:
+            tracked.phase = "idle"
+            tracked.deadline = None
+
+    def trust(self, peer: tuple[str, int] | None) -> None:
+        """The connection from ``peer`` presented a valid token: it is no longer pending."""
+        tracked = self._by_peer.get(peer) if peer is not None else None
+        if tracked is None or tracked.trusted:
+            return
+        tracked.trusted = True
+        group = self._pending.get(tracked.address)
+        if group is not None:
+            group.pop(tracked, None)
+            if not group:
+                del self._pending[tracked.address]
+
+    def sweep(self) -> int:
+        """Close every connection past its deadline; how many were closed."""
+        now = self.clock()
+        late = [t for t in self._all if t.deadline is not None and t.deadline <= now]
+        for tracked in late:
+            self.timed_out += 1
+            self.release(tracked)
+            tracked.close()
+        return len(late)
+
+
+# ------------------------------------------------------------------ the protocol
+
+
+def _set_option(sock: Any, level: int, name: str) -> None:
+    option = getattr(socket, name, None)
+    if sock is None or option is None:
+        return
+    with contextlib.suppress(OSError):
+        sock.setsockopt(level, option, 1)
+
+
+def protocol_for(tracker: ConnectionTracker) -> type[H11Protocol]:
+    """uvicorn's h11 protocol, reporting every connection's progress to ``tracker``."""
+
+    class HubProtocol(H11Protocol):
+        tracked: Tracked | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.sock = transport.get_extra_info("socket")
+            _set_option(self.sock, socket.IPPROTO_TCP, "TCP_NODELAY")
+            _set_option(self.sock, socket.IPPROTO_TCP, "TCP_QUICKACK")
+            address = self.client[0] if self.client else "-"
+            self.tracked = tracker.admit(transport.close, address, self.client)
+            if self.tracked is None:
+                transport.write(REFUSED % (len(REFUSED_BODY), REFUSED_BODY))
+                transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.tracked is not None:
+                tracker.release(self.tracked)
+                self.tracked = None
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self.tracked is None:
+                return  # refused or closed: nothing it says is read
+            super().data_received(data)
+            _set_option(self.sock, socket.IPPROTO_TCP, "TCP_QUICKACK")
+            if self.tracked is None:
+                return
+            state = self.conn.their_state
+            if state is h11.IDLE:
+                tracker.headers(self.tracked)
+            elif state is h11.SEND_BODY:
+                tracker.body(self.tracked)
+            else:
+                tracker.received(self.tracked)
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to a request h11 cannot parse (a header over 16 KiB among
+            them), in JSON like every other refusal."""
+            body = json.dumps(
+                {"error": "invalid_request", "error_description": f"{msg} Nothing was done."}
+            ).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            with contextlib.suppress(h11.LocalProtocolError):
+                self.transport.write(
+                    self.conn.send(
+                        h11.Response(status_code=400, headers=headers, reason=b"Bad Request")
+                    )
+                    + (self.conn.send(h11.Data(data=body)) or b"")
+                    + (self.conn.send(h11.EndOfMessage()) or b"")
+                )
+            self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            _set_option(self.sock, socket.IPPROTO_TCP, "TCP_QUICKACK")
+            if self.tracked is not None:
+                unread = self.conn.their_state is h11.SEND_BODY
+                tracker.answered(self.tracked, body_unread=unread)
+
+    return HubProtocol
+
+
+# ------------------------------------------------------------------ running it
+
+
+class HubServer(uvicorn.Server):
+    """uvicorn with a drain (the first signal stops new calls and waits for in-flight
+    ones) and the connection tracker's sweep on every tick (0.1 s)."""
+
+    def __init__(self, config: uvicorn.Config, hub: Hub, tracker: ConnectionTracker) -> None:
+        super().__init__(config)
+        self.hub = hub
+        self.tracker = tracker
+        self._drain_until = 0.0
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if not self.hub.draining:
+            self.hub.draining = True
+            self._drain_until = time.monotonic() + self.hub.options.limits.drain
+            logger.info("stopping: %d call(s) in flight may finish", self.hub.inflight)
+            return
+        super().handle_exit(sig, frame)  # a second signal: stop now
+        self.force_exit = True
+
+    async def on_tick(self, counter: int) -> bool:
+        self.tracker.sweep()
+        hub = self.hub
+        done = hub.inflight == 0 or time.monotonic() > self._drain_until
+        if hub.draining and not self.should_exit and done:
+            if hub.inflight:
+                logger.warning("stopping with %d call(s) still in flight", hub.inflight)
+            self.should_exit = True
+        return await super().on_tick(counter)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only for that.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def tracker_for(options: HubOptions) -> ConnectionTracker:
+    limits = options.limits
+    return ConnectionTracker(
+        max_connections=limits.max_connections,
+        max_pending_per_address=limits.max_pending_per_address,
+        header_timeout=limits.header_timeout,
+        body_timeout=limits.body_timeout,
+    )
+
+
+def _room_for(connections: int) -> None:
+    """Raise the soft open-files limit so ``connections`` sockets fit beside the files."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = connections + 256
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            ceiling = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+
+
+def run_hub(options: HubOptions, sock: socket.socket, on_ready: Any = None) -> None:
+    """Serve until stopped (blocking). ``on_ready(url)`` runs once the hub answers.
+    A certificate or key that cannot be loaded raises ``ssl.SSLError`` or ``OSError``
+    before anything is served."""
+    logging.basicConfig(
+        level=options.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    hub = Hub(options)
+    tracker = tracker_for(options)
+    limits = options.limits
+    _room_for(limits.max_connections)
+    config = uvicorn.Config(
+        hub.app(on_caller=lambda scope: tracker.trust(scope.get("client"))),
+        http=protocol_for(tracker),
+        log_config=None,
+        log_level=options.log_level,
+        access_log=False,
+        lifespan="on",
+        limit_concurrency=None,  # the tracker counts connections; uvicorn counted tasks too
+        timeout_keep_alive=int(max(1, limits.keep_alive)),
+        timeout_graceful_shutdown=2,
+        ssl_certfile=str(options.certfile) if options.certfile else None,
+        ssl_keyfile=str(options.keyfile) if options.keyfile else None,
+        server_header=False,
+    )
+    config.load()  # the TLS files are read here: a bad one fails before serving
+    server = HubServer(config, hub, tracker)
+
+    async def main() -> None:
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started and on_ready is not None:
+            on_ready(hub_url(options, sock))
+        await serving
+        server._captured_signals.clear()  # drained: exit 0, not by the signal
+
+    asyncio.run(main())
+
+
+def hub_url(options: HubOptions, sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    scheme = "https" if options.certfile else "http"
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}{MCP_PATH}"
+
+
+def exposure_lines(options: HubOptions, registry: Registry) -> list[str]:
+    """What a non-loopback hub exposes, said before it starts."""
+    holders = registry.token_holders()
+    names = [s.name for s in registry.sessions() if s.id in holders]
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    return [
+        f"termal-tui serve: listening on {options.host}:{options.port}, beyond this machine.",
+        f"  It exposes the mailbox and board tools of {options.db_path} to anyone who can "
+        "reach that address and holds a session token.",
+        f"  Sessions with a token: {shown or 'none yet (termal-tui session token NAME)'}.",
+        "  Tokens are sent in clear text unless you use --certfile/--keyfile or a TLS "
+        "reverse proxy."
+        if options.certfile is None
+        else "  TLS: on (--certfile/--keyfile).",
+    ]
