@@ -15,7 +15,6 @@ wait), so any number of processes share the file.
 from __future__ import annotations
 
 import os
-import socket
 import time
 import unicodedata
 from collections.abc import Callable
@@ -187,7 +186,7 @@ class Registry:
         for row in store_wakes.listeners(db):
             by_session.setdefault(row[1], []).append(Listener(*row))
         return [
-            Session(*row, channel_holder(by_session.get(str(row[0]), ()), now))  # type: ignore[arg-type]
+            Session(*row, channel_holder(by_session.get(str(row[0]), ()), now))  # type: ignore[arg-type,call-arg]
             for row in rows
         ]
 
@@ -324,6 +323,8 @@ class Registry:
         host: str | None = None,
         peer: str | None = None,
     ) -> Listener:
+        import socket
+
         now = self.clock()
         listener = Listener(
             f"listener-{os.urandom(6).hex()}",

@@ -100,7 +100,7 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             EXIT_USAGE,
         )
     try:
-        from termal_tui.agents.remote import RemoteOptions, serve_remote
+        from termal_tui.agents.remote import RemoteOptions, StartupError, serve_remote
     except ImportError:
         raise CommandError(
             "the MCP server needs the official mcp SDK: pip install 'termal-tui[mcp]'",
@@ -111,7 +111,12 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     options = RemoteOptions(
         url=args.remote, token=token, channel=args.channel or args.channel_switch
     )
-    anyio.run(serve_remote, options)
+    try:
+        anyio.run(serve_remote, options)
+    except StartupError as error:
+        # Before the MCP handshake: the agent's client shows this server as failed, with
+        # this sentence in its log, rather than connected with tools that cannot work.
+        raise CommandError(f"termal-tui mcp --remote: {error}", EXIT_FAILED) from None
     return EXIT_OK
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,6 +37,8 @@ def for_root(db: sqlite3.Connection, root_path: str, name: str, at: str) -> Proj
     ).fetchone()
     if row is not None:
         return row  # type: ignore[no-any-return]
+    import uuid  # only when minting (the hook path never loads it)
+
     names = {found[0] for found in db.execute("SELECT name FROM projects")}
     unique, suffix = name, 2
     while unique in names:
