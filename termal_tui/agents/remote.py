@@ -29,6 +29,7 @@ import json
 import os
 import signal
 import socket
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -386,8 +387,14 @@ async def serve_remote(options: RemoteOptions) -> None:
                 async def on_signal() -> None:
                     with anyio.open_signal_receiver(signal.SIGTERM) as signals:
                         async for _signal in signals:
-                            serving.cancel()  # SIGTERM is an exit like stdin's end
-                            return
+                            # SIGTERM is an exit like stdin's end; but stdin is read in a
+                            # thread no cancellation reaches, so end the hub session here
+                            # and leave at once.
+                            serving.cancel()
+                            await link.close()
+                            with contextlib.suppress(OSError, ValueError):
+                                sys.stdout.flush()
+                            os._exit(0)
 
                 group.start_soon(on_signal)
                 async with stdio_server() as (read_stream, write_stream):

@@ -80,6 +80,9 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         "containing its directory, else its git top-level)",
     )
     parser.add_argument("--interval", type=_interval, default=0.2, help=argparse.SUPPRESS)
+    # With --remote: how often the shim pings the hub (the hub counts its wake stream
+    # dead after three missed); tests shorten it.
+    parser.add_argument("--ping-every", type=_interval, default=5.0, help=argparse.SUPPRESS)
 
 
 def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -109,7 +112,10 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     import anyio
 
     options = RemoteOptions(
-        url=args.remote, token=token, channel=args.channel or args.channel_switch
+        url=args.remote,
+        token=token,
+        channel=args.channel or args.channel_switch,
+        ping_every=args.ping_every,
     )
     try:
         anyio.run(serve_remote, options)
