@@ -162,7 +162,7 @@ class HubLink:
                 # A broken connection is abandoned, not closed politely: closing would
                 # wait on a hub that is gone (its DELETE, its event stream's retries).
                 with anyio.CancelScope() as scope:
-                    self.mcp_session = None
+                    self.mcp_session, self.last_status = None, None
                     async with (
                         create_mcp_http_client(headers=headers) as http,
                         streamable_http_client(
@@ -231,7 +231,8 @@ class HubLink:
                     maybe_sent = maybe_sent or not self.never_sent(error)
                     self.broke(client)
         assert last is not None
-        raise CallFailed(last, maybe_sent=maybe_sent, refused=self.last_status == 401)
+        refused = self.last_status == 401 and not _is_connect_error(last)
+        raise CallFailed(last, maybe_sent=maybe_sent, refused=refused)
 
     def never_sent(self, error: BaseException) -> bool:
         """The request did not reach the hub: the connection was refused, or the hub
