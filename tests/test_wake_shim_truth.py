@@ -84,7 +84,7 @@ async def test_calls_say_token_refused_or_nothing_sent(tmp_path: Path):
             registry.issue_token("alice")  # another token: this shim's stays refused
             os.kill(running.process.pid, signal.SIGKILL)
             running.process.wait(10)
-            with pytest.raises(ToolFailure, match="^nothing was sent: the termal-tui hub"):
+            with pytest.raises(ToolFailure, match=r"^nothing was sent: the termal-tui hub"):
                 await alice.call(
                     "termal_send_to_session",
                     {"sessionId": "bob", "message": "m", "idempotencyKey": "k2"},
