@@ -403,6 +403,8 @@ class Hub:
         try:
             while not stream.ended:
                 if not stream.live():
+                    if stream.clock() - stream.last_seen > self.options.limits.session_idle:
+                        break  # the SDK has reaped the session by now: nothing will reopen
                     await stream.wait_changed(timeout=1.0)
                     continue
                 watcher = ChannelWatcher(

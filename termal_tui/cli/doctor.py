@@ -52,7 +52,7 @@ def channel_holders(path: Path) -> dict[str, Listener]:
 
 def render_json(report: HealthReport, holders: dict[str, Listener] | None = None) -> str:
     document = report.to_json()
-    if holders is not None:
+    if holders:  # only when a channel is held: the document is otherwise as it was
         document["channels"] = {name: holder.to_json() for name, holder in holders.items()}
     return json.dumps(document, ensure_ascii=False, indent=2)
 
