@@ -135,14 +135,15 @@ def test_an_empty_file_is_one_rule_for_every_command(run, tmp_path):
 
 def test_a_failed_first_start_leaves_nothing_behind(tmp_path, monkeypatch):
     from termal_tui.agents import registry as module
+    from termal_tui.store.registry import schema
 
     state = tmp_path / "state"
     state.mkdir()
 
-    def broken(self, db):  # the schema cannot be written (a full disk, say)
+    def broken(db, path):  # the schema cannot be written (a full disk, say)
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(module.Registry, "_ensure", broken)
+    monkeypatch.setattr(schema, "ensure", broken)
     with pytest.raises(Exception, match="full"):
         module.Registry(state / REGISTRY_FILENAME).add("alice")
     assert os.listdir(state) == []

@@ -200,3 +200,38 @@ def test_the_generated_table_keeps_ascii_out_of_the_key():
     assert _confusables.KEY[ord("а")] == "a" and _confusables.KEY[ord("ο")] == "o"
     for ascii_source, prototype in {"1": "l", "I": "l", "0": "O", "m": "rn", "|": "l"}.items():
         assert _confusables.SKELETON[ord(ascii_source)] == prototype
+
+
+def test_ensure_says_why_a_look_alike_cannot_register(registry: Registry):
+    registry.add("Ivan")
+    with pytest.raises(ConflictError, match="names that read alike are one name"):
+        registry.ensure("lvan")  # was an IndexError from the fallback lookup
+    with pytest.raises(ConflictError, match="unique case-insensitively"):
+        registry.add("IVAN")
+
+
+def test_an_older_registry_gets_its_name_keys_recomputed(registry: Registry, db_path: Path):
+    import sqlite3
+
+    from termal_tui.store.registry.schema import REGISTRY_VERSION
+
+    alice = registry.add("alice")
+    cyr = registry.add("carol")
+    path = registry.path
+    # A version-5 file as the old rule left it: Cyrillic names kept their own keys, so
+    # `аlice` could be registered beside `alice`.
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("UPDATE sessions SET name = 'аlice', name_key = 'аlice' WHERE id = ?", (cyr.id,))
+        db.execute(
+            "INSERT INTO sessions (id, name, name_key, created_at) "
+            "VALUES ('session-000000000009', 'Ωmega', 'ωmega', '2026-01-01T00:00:00+00:00')"
+        )
+        db.execute("PRAGMA user_version = 5")
+    reopened = Registry.beside(db_path)
+    assert [s.id for s in reopened.find_live_by_name("alice")] == [alice.id]  # the older
+    assert reopened.get(cyr.id) is not None  # the newer look-alike: still there by id
+    assert [s.id for s in reopened.find_live_by_name("Ωmega")] == ["session-000000000009"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == REGISTRY_VERSION
+        keys = dict(db.execute("SELECT id, name_key FROM sessions"))
+    assert keys[alice.id] == "alice" and keys[cyr.id] == f"alice\x00{cyr.id}"

@@ -45,7 +45,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
-from mcp.server.streamable_http import GET_STREAM_KEY, MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -57,6 +57,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from termal_tui.agents.board_tools import BOARD_TOOL_NAMES, BoardTools
+from termal_tui.agents.channels import StreamTracker, parse_wake_header, unset_app
 from termal_tui.agents.hooks import HOOK_EVENTS
 from termal_tui.agents.hub_http import (
     HOOK_PATH,
@@ -92,6 +93,7 @@ logger = logging.getLogger("termal_tui.hub")
 __all__ = ["HOOK_PATH", "MCP_PATH", "Hub", "HubLimits", "HubOptions", "is_loopback"]
 
 WAKE_HEADER = "termal-wake"  # a client that takes channel events: ``TermAl-Wake: channel``
+LISTENER_HEADER = "termal-listener"  # the shim's ``pid@host``, shown by ``session list``
 
 
 @dataclass(frozen=True)
@@ -159,9 +161,9 @@ class Hub:
         self.draining = False
         self._tools: dict[str, AgentTools] = {}
         self._boards: dict[str, BoardTools] = {}
-        self._watchers: dict[str, anyio.CancelScope] = {}
         self._background: anyio.abc.TaskGroup | None = None
         self.server = self._build_server()
+        self.streams = StreamTracker(unset_app)  # the MCP endpoint, set in ``app()``
         limits = options.limits
         loopback = is_loopback(options.host)
         self.manager = StreamableHTTPSessionManager(
@@ -219,32 +221,44 @@ class Hub:
             caller = _request_caller(ctx)
             if not isinstance(request, Request) or caller is None:
                 return
-            if (request.headers.get(WAKE_HEADER) or "").strip().lower() != "channel":
+            wake = parse_wake_header(request.headers.get(WAKE_HEADER))
+            if not wake.channel:
                 return
             mcp_session = request.headers.get(MCP_SESSION_ID_HEADER)
             if mcp_session and self._background is not None:
-                self._background.start_soon(self._watch, caller, mcp_session, ctx.session)
+                stream = self.streams.stream(mcp_session)
+                stream.ping_every = wake.ping_every
+                client = request.client
+                host = client.host if client is not None else "unknown"
+                peer = (request.headers.get(LISTENER_HEADER) or "").strip()[:200] or None
+                self._background.start_soon(
+                    self._watch, caller, mcp_session, ctx.session, host, peer
+                )
 
         return catalog_server(call, on_initialized)
 
     def _wake_stream_open(self, mcp_session: str) -> bool:
         # The SDK drops a server-initiated notification when no GET stream is open (it keeps
-        # no event store here): a wake counts as written only if that stream is there.
-        transport = self.manager._server_instances.get(mcp_session)
-        return (
-            transport is not None
-            and not transport.is_terminated
-            and GET_STREAM_KEY in transport._request_streams
-        )
+        # no event store here): a wake counts as written only if that stream is there and
+        # alive (``channels.StreamTracker`` sees it open and close, from the requests).
+        stream = self.streams.streams.get(mcp_session)
+        return stream is not None and stream.live()
 
-    async def _watch(self, session_id: str, mcp_session: str, session: ServerSession) -> None:
-        """One channel watcher per session (a newer connection replaces an older one),
-        for as long as its MCP session lasts."""
-        previous = self._watchers.pop(session_id, None)
-        if previous is not None:
-            previous.cancel()
-            await anyio.sleep(0)  # let its heartbeat(None) run before ours starts
+    async def _watch(
+        self,
+        session_id: str,
+        mcp_session: str,
+        session: ServerSession,
+        host: str = "unknown",
+        peer: str | None = None,
+    ) -> None:
+        """The channel of one MCP session: a watcher (a remote listener of the session) runs
+        while its wake stream is live, and is released the moment it is not — the stream
+        closed, the shim stopped pinging, the session ended. A stream that comes back
+        registers a new listener. Of a session's listeners the newest live one holds the
+        channel (``ChannelWatcher``), local or remote."""
         assert self.writer is not None
+        stream = self.streams.stream(mcp_session)
 
         async def push(wake: UnreadWakeup, prompt: str) -> None:
             if not self._wake_stream_open(mcp_session):
@@ -259,25 +273,30 @@ class Hub:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
                 raise OSError("the remote agent has gone") from error
 
-        watcher = ChannelWatcher(
-            self.writer, self.registry, session_id, push, interval=self.options.interval
-        )
         tools = self.tools_for(session_id)
-        scope = anyio.CancelScope()
-        self._watchers[session_id] = scope
-        tools.on_engaged = watcher.engaged
-        logger.info("wake-ups for %s on MCP session %s", session_id, mcp_session)
+        logger.info("wake-ups for %s on MCP session %s (%s)", session_id, mcp_session, host)
         try:
-            with scope:
+            while not stream.ended:
+                if not stream.live():
+                    if stream.clock() - stream.last_seen > self.options.limits.session_idle:
+                        break  # the SDK has reaped the session by now: nothing will reopen
+                    await stream.wait_changed(timeout=1.0)
+                    continue
+                watcher = ChannelWatcher(
+                    self.writer, self.registry, session_id, push,
+                    interval=self.options.interval, kind="remote", host=host, peer=peer,
+                )  # fmt: skip
+                tools.on_engaged = watcher.engaged
                 async with anyio.create_task_group() as group:
                     group.start_soon(watcher.run)
-                    while mcp_session in self.manager._server_instances:
-                        await anyio.sleep(0.5)
-                    group.cancel_scope.cancel()
+                    while stream.live():
+                        await stream.wait_changed(timeout=1.0)
+                    group.cancel_scope.cancel()  # releases its listener
+                if tools.on_engaged == watcher.engaged:
+                    tools.on_engaged = None
+                logger.info("wake stream of %s on MCP session %s closed", session_id, mcp_session)
         finally:
-            if self._watchers.get(session_id) is scope:
-                del self._watchers[session_id]
-                tools.on_engaged = None
+            self.streams.forget(mcp_session)
 
     # ------------------------------------------------------------ the app
 
@@ -369,9 +388,8 @@ class Hub:
         """The ASGI app (``hub_http``'s middleware around the routes). ``on_caller(scope)``
         runs as soon as a request's token is verified (the connection guard's cue)."""
         limits = self.options.limits
-        mcp_app: ASGIApp = BodyLimit(
-            StreamableHTTPASGIApp(self.manager), limits.max_request_bytes, jsonrpc=True
-        )
+        self.streams.app = StreamableHTTPASGIApp(self.manager)
+        mcp_app: ASGIApp = BodyLimit(self.streams, limits.max_request_bytes, jsonrpc=True)
         mcp_app = RateLimit(RequireAuthMiddleware(mcp_app, []), limits.rate, limits.burst)
         hook_app: ASGIApp = BodyLimit(self.hook, limits.max_request_bytes, jsonrpc=False)
         hook_app = RateLimit(RequireAuthMiddleware(hook_app, []), limits.rate, limits.burst)

@@ -7,21 +7,35 @@ the hub's wake notifications (asked for with ``TermAl-Wake: channel``) become ch
 events on this machine, at most one pending per mailbox until the agent reads or
 acknowledges it through this shim.
 
+At start-up the shim connects to the hub before it answers its agent: a refused token
+or a hub that cannot be reached ends it with one sentence and a non-zero exit (the
+agent's client shows the server failed, not connected with nine tools that cannot
+work). While connected it pings the hub every ``ping_every`` seconds, which tells the hub
+its channel stream is alive; on exit (stdin closed, SIGTERM) it ends its hub session with
+a DELETE, so the hub releases its channel at once.
+
 A call that fails in transit reconnects and is sent once more: all nine tools are safe
 to replay (a send replays its idempotency key, a satisfied acknowledgement is a no-op).
-If that fails too, a send or an acknowledgement says its outcome is unknown, in TermAl's
-words, so the agent retries with the same key or re-lists its cursor.
+If that fails too, a send or an acknowledgement that may have reached the hub says its
+outcome is unknown, in TermAl's words, so the agent retries with the same key or
+re-lists its cursor; a call that never left (connection refused) says nothing was sent,
+and a refused token says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
+import socket
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp.client.extension import NotificationBinding
 from mcp.client.session import ClientSession
@@ -42,6 +56,9 @@ from termal_tui.agents.mcp_server import (
 from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN
 
 WAKE_HEADER = "TermAl-Wake"  # hub.WAKE_HEADER (not imported: the shim needs no uvicorn)
+LISTENER_HEADER = "TermAl-Listener"  # pid@host of this shim, shown by `session list`
+SESSION_HEADER = "mcp-session-id"
+PROTOCOL_HEADER = "mcp-protocol-version"
 _ENGAGING = {
     "termal_read_mailbox": "mailboxId",
     "termal_acknowledge_mailbox": "mailboxId",
@@ -60,6 +77,13 @@ class RemoteOptions:
     token: str
     channel: bool = False
     timeout: float = 60.0  # one tool call, end to end
+    ping_every: float = 5.0  # while connected: the hub counts the stream dead after 3 missed
+    startup: float = 15.0  # the first connection must be made within this
+
+
+class StartupError(Exception):
+    """The shim cannot work (its token was refused, the hub cannot be reached): one
+    sentence, said before it answers its agent."""
 
 
 class HubLink:
@@ -74,15 +98,58 @@ class HubLink:
         self._failed_at = 0  # the attempt whose failure ``failure`` is
         self._changed = anyio.Event()
         self._broken = anyio.Event()
+        self.last_status: int | None = None  # of the last HTTP response from the hub
+        self.mcp_session: str | None = None
+        self._protocol: str | None = None
+        self._http: httpx2.AsyncClient | None = None
+
+    async def _on_request(self, request: httpx2.Request) -> None:
+        protocol = request.headers.get(PROTOCOL_HEADER)
+        if protocol:
+            self._protocol = protocol
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        self.last_status = response.status_code
+        session = response.headers.get(SESSION_HEADER)
+        if session:
+            self.mcp_session = session
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {self.options.token}"}
+        if self.options.channel:
+            headers[WAKE_HEADER] = f"channel; ping={self.options.ping_every:g}"
+            headers[LISTENER_HEADER] = f"{os.getpid()}@{socket.gethostname()}"
+        return headers
+
+    async def _ping(self, client: ClientSession) -> None:
+        """Tell the hub this shim is there (its channel stream is judged alive by it)."""
+        while True:
+            await anyio.sleep(self.options.ping_every)
+            try:
+                with anyio.fail_after(self.options.timeout):
+                    await client.send_ping()
+            except Exception:
+                self.broke(client)
+                return
+
+    async def close(self) -> None:
+        """End this shim's hub session (a DELETE), so the hub releases its channel now
+        rather than when the stream is noticed gone. Best effort, two seconds at most."""
+        http, session = self._http, self.mcp_session
+        if http is None or session is None or self.client is None:
+            return
+        headers = {SESSION_HEADER: session}
+        if self._protocol:
+            headers[PROTOCOL_HEADER] = self._protocol
+        with anyio.move_on_after(2.0, shield=True), contextlib.suppress(Exception):
+            await http.delete(self.options.url, headers=headers)
 
     def _bump(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
     async def run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.options.token}"}
-        if self.options.channel:
-            headers[WAKE_HEADER] = "channel"
+        headers = self.headers()
         binding = NotificationBinding(
             method=CHANNEL_METHOD, params_type=ChannelEvent, handler=self.on_wake
         )
@@ -95,6 +162,7 @@ class HubLink:
                 # A broken connection is abandoned, not closed politely: closing would
                 # wait on a hub that is gone (its DELETE, its event stream's retries).
                 with anyio.CancelScope() as scope:
+                    self.mcp_session, self.last_status = None, None
                     async with (
                         create_mcp_http_client(headers=headers) as http,
                         streamable_http_client(
@@ -104,16 +172,25 @@ class HubLink:
                             streams[0], streams[1], notification_bindings=[binding]
                         ) as client,
                     ):
+                        http.event_hooks = {
+                            "request": [self._on_request],
+                            "response": [self._on_response],
+                        }
+                        self._http = http
                         with anyio.fail_after(self.options.timeout):
                             await client.initialize()
                         self.client, self.failure, failures = client, None, 0
                         self._bump()
-                        await self._broken.wait()
+                        async with anyio.create_task_group() as pinging:
+                            pinging.start_soon(self._ping, client)
+                            await self._broken.wait()
+                            pinging.cancel_scope.cancel()
                         scope.cancel()
                 failure: BaseException = ConnectionError("the connection to the hub broke")
             except Exception as error:  # unreachable, refused (401), gone: said per call
                 failure = error
             self.client, self.failure, self._failed_at = None, failure, attempt
+            self._http = None
             self._bump()
             await anyio.sleep(min(5.0, 0.25 * 2**failures))
             failures += 1
@@ -139,30 +216,112 @@ class HubLink:
         opened after the failure."""
         after = 0
         last: BaseException | None = None
+        maybe_sent = False
         for _attempt in range(2):
             client: ClientSession | None = None
             try:
                 client = await self.session(after)
+                self.last_status = None
                 with anyio.fail_after(self.options.timeout):
                     return await client.call_tool(name, dict(arguments))
             except Exception as error:
                 last = error
                 after = self._started
                 if client is not None:
+                    maybe_sent = maybe_sent or not self.never_sent(error)
                     self.broke(client)
         assert last is not None
-        raise last
+        refused = self.last_status == 401 and not _is_connect_error(last)
+        raise CallFailed(last, maybe_sent=maybe_sent, refused=refused)
+
+    def never_sent(self, error: BaseException) -> bool:
+        """The request did not reach the hub: the connection was refused, or the hub
+        turned the token away before reading the call."""
+        return self.last_status == 401 or _is_connect_error(error)
+
+    async def ready(self) -> None:
+        """Wait for the first connection; raise StartupError with the reason when the shim
+        cannot work (a refused token, a hub that cannot be reached)."""
+        try:
+            with anyio.fail_after(self.options.startup):
+                await self.session()
+        except TimeoutError:
+            raise StartupError(
+                f"the termal-tui hub at {self.options.url} did not answer within "
+                f"{self.options.startup:g} s; this shim cannot work without it"
+            ) from None
+        except Exception as error:
+            raise StartupError(self.startup_failure(error)) from None
+
+    def startup_failure(self, error: BaseException) -> str:
+        url = self.options.url
+        if self.last_status == 401:
+            return (
+                f"the token was refused by the hub at {url} (401): it is unknown, revoked, "
+                "or its session was removed; mint one with `termal-tui session token NAME` "
+                "on the hub"
+            )
+        if _is_connect_error(error):
+            return (
+                f"nothing was sent: the hub at {url} cannot be reached "
+                f"({_detail(error)}); is `termal-tui serve` running there?"
+            )
+        if self.last_status is not None and self.last_status >= 400:
+            return f"the hub at {url} answered {self.last_status} to the MCP handshake"
+        return f"the hub at {url} could not be used ({_detail(error)})"
+
+
+class CallFailed(Exception):
+    """A forwarded call failed: whether it may have reached the hub, and whether the hub
+    refused the token."""
+
+    def __init__(self, error: BaseException, *, maybe_sent: bool, refused: bool) -> None:
+        super().__init__(_detail(error))
+        self.error = error
+        self.maybe_sent = maybe_sent
+        self.refused = refused
+
+
+def _innermost(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]  # the task group's wrapping says nothing
+    return error
+
+
+def _is_connect_error(error: BaseException) -> bool:
+    seen: BaseException | None = error
+    while seen is not None:
+        seen = _innermost(seen)
+        if isinstance(seen, httpx2.ConnectError | ConnectionRefusedError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def _detail(error: BaseException) -> str:
+    error = _innermost(error)
+    return f"{type(error).__name__}: {error}".rstrip(": ")
 
 
 def _transit_failure(name: str, error: BaseException) -> str:
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]  # the task group's wrapping says nothing
-    detail = f"{type(error).__name__}: {error}".rstrip(": ")
+    if isinstance(error, CallFailed):
+        if error.refused:
+            return (
+                "the token was refused by the termal-tui hub (401); nothing was changed: "
+                "it is unknown, revoked, or its session was removed"
+            )
+        if not error.maybe_sent:
+            return (
+                "nothing was sent: the termal-tui hub could not be reached, so nothing was "
+                f"changed; retry the same call when it is up ({error})"
+            )
+        error = error.error
+    detail = _detail(error)
     if name == "termal_send_to_session":
         return f"{SEND_OUTCOME_UNKNOWN}: the hub did not answer ({detail})"
     if name == "termal_acknowledge_mailbox":
         return f"{ACK_OUTCOME_UNKNOWN}: the hub did not answer ({detail})"
-    return f"the termal-tui hub could not be reached; nothing was changed ({detail})"
+    return f"the termal-tui hub did not answer; this call changes nothing, so retry it ({detail})"
 
 
 async def serve_remote(options: RemoteOptions) -> None:
@@ -215,15 +374,42 @@ async def serve_remote(options: RemoteOptions) -> None:
     experimental: dict[str, dict[str, Any]] | None = (
         {CHANNEL_CAPABILITY: {}} if options.channel else None
     )
+    failure: StartupError | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(link.run)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(
-                read_stream,
-                write_stream,
-                server.create_initialization_options(experimental_capabilities=experimental),
-            )
-        group.cancel_scope.cancel()
+        try:
+            await link.ready()
+        except StartupError as error:
+            failure = error
+            group.cancel_scope.cancel()
+        if failure is None:
+            with anyio.CancelScope() as serving:
+
+                async def on_signal() -> None:
+                    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                        async for _signal in signals:
+                            # SIGTERM is an exit like stdin's end; but stdin is read in a
+                            # thread no cancellation reaches, so end the hub session here
+                            # and leave at once.
+                            serving.cancel()
+                            await link.close()
+                            with contextlib.suppress(OSError, ValueError):
+                                sys.stdout.flush()
+                            os._exit(0)
+
+                group.start_soon(on_signal)
+                async with stdio_server() as (read_stream, write_stream):
+                    await server.run(
+                        read_stream,
+                        write_stream,
+                        server.create_initialization_options(
+                            experimental_capabilities=experimental
+                        ),
+                    )
+            await link.close()  # the hub releases this shim's channel now
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 def _engaged(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -24,6 +23,7 @@ from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry
 from termal_tui.formats import NEVER_WOKEN_PASS_CAP
 from termal_tui.models import UnreadWakeup
+from termal_tui.notifiers import Listener
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.writer import MailboxWriter
@@ -105,17 +105,24 @@ def channel_meta(wake: UnreadWakeup) -> dict[str, str]:
 
 @dataclass
 class ChannelWatcher:
-    """Pushes one channel event per mailbox with newly unread inbound rows, while connected.
+    """Pushes one channel event per mailbox with newly unread inbound rows, while it holds
+    its session's channel.
+
+    It registers a listener for the session (``kind`` local, or remote for a shim's stream
+    held by the hub) and beats its heartbeat; of a session's live listeners the newest
+    holds the channel, and only the holder pushes: a newer listener takes over at once,
+    and when it goes (its stream closed, its process ended) the older one takes the
+    channel back. Whoever takes the channel starts with a boot pass over every unread
+    inbound mailbox (wakes pushed to a listener that has gone are offered again).
 
     Polls SQLite's ``data_version`` (a pragma on an open connection: no file read when
     nothing changed) every ``interval`` seconds and runs a pass when another connection
     has committed, when the agent engaged with a mailbox, and every ``rescan`` seconds.
-    A sender nudges it (:func:`nudge`, a datagram on a Linux abstract socket) right
-    after committing, so a wake does not wait for the next poll.
-    The first pass is the boot pass over every unread inbound mailbox. Never more than
-    one pending wake per mailbox: after a push, that mailbox is skipped until the agent
-    reads or acknowledges it (``engaged``), and a new wake is pushed only for a
-    never-woken row above what the agent has already been woken for or read.
+    A sender nudges the holder (:func:`nudge`, a datagram on a Linux abstract socket that
+    only the holder binds) right after committing, so a wake does not wait for the poll.
+    Never more than one pending wake per mailbox: after a push, that mailbox is skipped
+    until the agent reads or acknowledges it (``engaged``), and a new wake is pushed only
+    for a never-woken row above what the agent has already been woken for or read.
     """
 
     writer: MailboxWriter
@@ -129,25 +136,40 @@ class ChannelWatcher:
     # (recorded as a wake: rows back to recoveredWake, then delivered; never a new
     # message, never a change to the dispatch outcome).
     reoffer_after: float = 900.0
+    kind: str = "local"  # or "remote": a shim's stream, held by the hub
+    host: str | None = None  # where the listening agent is (default: this machine)
+    peer: str | None = None  # what a remote shim said of itself
+    clock: Callable[[], float] = time.monotonic  # heartbeat and rescan timing
     pushed: list[UnreadWakeup] = field(default_factory=list)
     reoffered: list[UnreadWakeup] = field(default_factory=list)
+    listener: Listener | None = field(default=None, init=False)
+    holding: bool = field(default=False, init=False)
     _dirty: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _socket: socket.socket | None = field(default=None, init=False)
+    _boot: bool = field(default=True, init=False)
+    _last_beat: float | None = field(default=None, init=False)
+    _last_scan: float = field(default=0.0, init=False)
+    _version: int | None = field(default=None, init=False)
 
     async def engaged(self, mailbox_id: str, through: int) -> None:
         await asyncio.to_thread(self.registry.mark_engaged, self.session_id, mailbox_id, through)
         self._dirty.set()
 
-    def _listen(self) -> socket.socket | None:
+    def _listen(self) -> None:
+        """Bind the session's nudge address (only the holder does; if the old holder has
+        not let go yet, the next tick tries again)."""
+        if self._socket is not None:
+            return
         try:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         except (OSError, AttributeError):
-            return None
+            return
         try:
             sock.bind(nudge_address(self.registry.path, self.session_id))
             sock.setblocking(False)
-        except OSError:  # not Linux, or another server for this session listens: poll only
+        except OSError:  # not Linux, or the old holder still has it: poll meanwhile
             sock.close()
-            return None
+            return
 
         def readable() -> None:
             with contextlib.suppress(OSError):
@@ -156,49 +178,91 @@ class ChannelWatcher:
             self._dirty.set()
 
         asyncio.get_running_loop().add_reader(sock.fileno(), readable)
-        return sock
+        self._socket = sock
+
+    def _unlisten(self) -> None:
+        sock, self._socket = self._socket, None
+        if sock is not None:
+            with contextlib.suppress(RuntimeError, ValueError):
+                asyncio.get_running_loop().remove_reader(sock.fileno())
+            sock.close()
+
+    async def start(self) -> Listener:
+        """Register this listener (the newest: it holds the channel from now on)."""
+        self.listener = await asyncio.to_thread(
+            self.registry.register_listener,
+            self.session_id,
+            kind=self.kind,
+            host=self.host,
+            peer=self.peer,
+        )
+        return self.listener
+
+    async def _check_holder(self) -> bool:
+        """Whether this listener holds the channel now; taking it starts a boot pass with
+        nothing remembered, losing it lets go of the nudge address."""
+        assert self.listener is not None
+        holder = await asyncio.to_thread(self.registry.channel_holder, self.session_id)
+        holding = holder is not None and holder.id == self.listener.id
+        if holding and not self.holding:
+            await asyncio.to_thread(self.registry.clear_wake_marks, self.session_id)
+            self._boot = True
+            logger.info("wake-ups for %s: %s holds the channel", self.session_id, self.kind)
+        if not holding:
+            self._unlisten()
+        self.holding = holding
+        return holding
+
+    async def tick(self) -> None:
+        """One round: the heartbeat when due, then a pass if something changed and this
+        listener holds the channel."""
+        assert self.listener is not None
+        now = self.clock()
+        if self._last_beat is None or now - self._last_beat >= self.heartbeat:
+            self._last_beat = now
+            kept = await self._quietly(
+                asyncio.to_thread(self.registry.beat_listener, self.listener.id)
+            )
+            if kept is False:  # released under it (its session was removed): stand aside
+                self.holding = False
+                self._unlisten()
+                return
+            await self._quietly(self._check_holder())
+        if not self.holding:
+            self._dirty.clear()
+            return
+        self._listen()
+        current = await self._quietly(self.writer.data_version())
+        if (
+            self._boot
+            or self._dirty.is_set()
+            or current != self._version
+            or (now - self._last_scan >= self.rescan)
+        ):
+            self._dirty.clear()
+            if not await self._quietly(self._check_holder()):
+                return  # a newer listener took the channel since the last beat
+            self._version = current
+            self._last_scan = now
+            outcome = await self._quietly(self.scan(self._boot))
+            if outcome is not None:
+                # A wake that could not be written left recoveredWake rows: only
+                # another boot pass covers them.
+                self._boot = outcome
 
     async def run(self) -> None:
-        pid = os.getpid()
-        listener = self._listen()
-        last_beat = time.monotonic()
-        last_scan = 0.0
-        version: int | None = None
-        boot = True
         try:
-            await self._quietly(asyncio.to_thread(self.registry.clear_wake_marks, self.session_id))
-            await self._quietly(asyncio.to_thread(self.registry.heartbeat, self.session_id, pid))
+            await self.start()
             while True:
-                now = time.monotonic()
-                if now - last_beat >= self.heartbeat:
-                    await self._quietly(
-                        asyncio.to_thread(self.registry.heartbeat, self.session_id, pid)
-                    )
-                    last_beat = now
-                current = await self._quietly(self.writer.data_version())
-                if (
-                    boot
-                    or self._dirty.is_set()
-                    or current != version
-                    or now - last_scan >= self.rescan
-                ):
-                    self._dirty.clear()
-                    version = current
-                    last_scan = now
-                    outcome = await self._quietly(self.scan(boot))
-                    if outcome is not None:
-                        # A wake that could not be written left recoveredWake rows: only
-                        # another boot pass covers them.
-                        boot = outcome
+                await self.tick()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._dirty.wait(), self.interval)
         finally:
-            if listener is not None:
-                asyncio.get_running_loop().remove_reader(listener.fileno())
-                listener.close()
+            self._unlisten()
             # Synchronous on purpose: this runs while being cancelled.
-            with contextlib.suppress(StoreError):
-                self.registry.heartbeat(self.session_id, None)
+            if self.listener is not None:
+                with contextlib.suppress(StoreError):
+                    self.registry.release_listener(self.listener.id)
 
     async def scan(self, boot: bool = False) -> bool:
         """One pass; True when some wake could not be written (retry as a boot pass)."""

@@ -17,6 +17,7 @@ from termal_tui.cli.viewer import add_threshold_flags, thresholds_from
 
 if TYPE_CHECKING:
     from termal_tui.health import HealthReport, Thresholds
+    from termal_tui.notifiers import Listener
 
 
 def describe(_name: str, _line: str) -> str:
@@ -40,8 +41,34 @@ async def _report(path: Path, thresholds: Thresholds) -> HealthReport:
         return await health_report(reader, thresholds=thresholds)
 
 
-def render_json(report: HealthReport) -> str:
-    return json.dumps(report.to_json(), ensure_ascii=False, indent=2)
+def channel_holders(path: Path) -> dict[str, Listener]:
+    """Each registered session's channel holder, by name (read-only; none without a
+    registry)."""
+    from termal_tui.notifiers import read_notifiers
+
+    found = read_notifiers(path) or {}
+    return {n.name: n.holder for n in found.values() if n.holder is not None}
+
+
+def render_json(report: HealthReport, holders: dict[str, Listener] | None = None) -> str:
+    document = report.to_json()
+    if holders:  # only when a channel is held: the document is otherwise as it was
+        document["channels"] = {name: holder.to_json() for name, holder in holders.items()}
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def render_channels(holders: dict[str, Listener]) -> None:
+    """Which process holds each session's channel (local or remote, since when)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from termal_tui.sanitize import visible_line
+
+    console = Console()
+    for name, holder in sorted(holders.items()):
+        console.print(
+            Text(f"channel of {visible_line(name, 40)}: {visible_line(holder.describe(), 120)}")
+        )
 
 
 def render_table(report: HealthReport) -> None:
@@ -83,8 +110,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     path = db_path(args, parser)
     check_database(path)
     report = asyncio.run(_report(path, thresholds_from(args)))
+    holders = channel_holders(path)
     if args.json:
-        print(render_json(report))
+        print(render_json(report, holders))
     else:
         render_table(report)
+        render_channels(holders)
     return EXIT_OK if report.healthy else EXIT_STUCK

@@ -80,6 +80,9 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         "containing its directory, else its git top-level)",
     )
     parser.add_argument("--interval", type=_interval, default=0.2, help=argparse.SUPPRESS)
+    # With --remote: how often the shim pings the hub (the hub counts its wake stream
+    # dead after three missed); tests shorten it.
+    parser.add_argument("--ping-every", type=_interval, default=5.0, help=argparse.SUPPRESS)
 
 
 def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -100,7 +103,7 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             EXIT_USAGE,
         )
     try:
-        from termal_tui.agents.remote import RemoteOptions, serve_remote
+        from termal_tui.agents.remote import RemoteOptions, StartupError, serve_remote
     except ImportError:
         raise CommandError(
             "the MCP server needs the official mcp SDK: pip install 'termal-tui[mcp]'",
@@ -109,9 +112,17 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     import anyio
 
     options = RemoteOptions(
-        url=args.remote, token=token, channel=args.channel or args.channel_switch
+        url=args.remote,
+        token=token,
+        channel=args.channel or args.channel_switch,
+        ping_every=args.ping_every,
     )
-    anyio.run(serve_remote, options)
+    try:
+        anyio.run(serve_remote, options)
+    except StartupError as error:
+        # Before the MCP handshake: the agent's client shows this server as failed, with
+        # this sentence in its log, rather than connected with tools that cannot work.
+        raise CommandError(f"termal-tui mcp --remote: {error}", EXIT_FAILED) from None
     return EXIT_OK
 
 

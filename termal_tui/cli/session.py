@@ -111,7 +111,7 @@ async def _session(args: argparse.Namespace, path: Path) -> int:
             s.id,
             s.status,
             str(unread.get(s.id, 0)),
-            "connected" if s.channel_connected() else "",
+            channel_text(s),
             "yes" if s.id in holders else "",
             s.agent or "",
             s.created_at[:19].replace("T", " "),
@@ -144,4 +144,17 @@ def session_json(session: Session) -> dict[str, Any]:
         "createdAt": session.created_at,
         "removedAt": session.removed_at,
         "channelConnected": session.channel_connected(),
+        # Which process holds the session's channel: local or remote, pid/host, since when.
+        "channel": session.channel.to_json()
+        if session.channel_connected() and session.channel
+        else None,
     }
+
+
+def channel_text(session: Session) -> str:
+    """Who holds the session's channel (``local pid 4242 since …``), or nothing."""
+    if session.channel is None or not session.channel_connected():
+        return ""
+    from termal_tui.sanitize import visible_line
+
+    return visible_line(session.channel.describe(), 100)

@@ -1,0 +1,180 @@
+"""Who holds a session's channel: the newest live listener, decided from the registry with
+a driven clock (no sleeping), and the watcher that pushes only while it holds it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from termal_tui.agents.registry import Registry
+from termal_tui.agents.tools import AgentTools
+from termal_tui.agents.wake import ChannelWatcher
+from termal_tui.models import UnreadWakeup
+from termal_tui.notifiers import CHANNEL_STALE_SECONDS, read_notifiers, registry_path_for
+from termal_tui.store.writer import MailboxWriter, open_writer
+
+DEAD_PID = 2**22 + 12345
+
+
+class Clock:
+    def __init__(self, at: float = 1_000_000.0) -> None:
+        self.at = at
+
+    def __call__(self) -> float:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def registry(tmp_path: Path, clock: Clock) -> Registry:
+    return Registry(registry_path_for(tmp_path / "coordination.sqlite"), clock=clock)
+
+
+def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: Clock):
+    bob = registry.add("bob").id
+    assert registry.channel_holder(bob) is None
+    local = registry.register_listener(bob)
+    assert registry.channel_holder(bob) == local
+    clock.advance(1)
+    remote = registry.register_listener(bob, kind="remote", host="10.0.0.7", peer="77@laptop")
+    assert registry.channel_holder(bob) == remote  # the newer wins
+    assert registry.get(bob).channel.kind == "remote"  # type: ignore[union-attr]
+    # The remote one stops beating; the local one keeps on: it takes the channel back.
+    for _ in range(int(CHANNEL_STALE_SECONDS) + 1):
+        clock.advance(1)
+        assert registry.beat_listener(local.id)
+    holder = registry.channel_holder(bob)
+    assert holder is not None and holder.id == local.id
+    assert registry.get(bob).channel_connected(now=clock())  # type: ignore[union-attr]
+    registry.release_listener(local.id)
+    assert registry.channel_holder(bob) is None
+    assert not registry.beat_listener(local.id)  # released: its beat says so
+
+
+def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock: Clock):
+    bob = registry.add("bob").id
+    live = registry.register_listener(bob)
+    clock.advance(1)
+    registry.register_listener(bob, pid=DEAD_PID)  # newer, but kill -9'd
+    assert registry.channel_holder(bob) == live
+
+
+def test_removing_a_session_drops_its_listeners(registry: Registry):
+    bob = registry.add("bob").id
+    listener = registry.register_listener(bob)
+    registry.remove("bob")
+    assert registry.listeners(bob) == []
+    assert not registry.beat_listener(listener.id)
+
+
+def test_the_viewer_reads_who_holds_each_channel(tmp_path: Path, registry: Registry, clock: Clock):
+    bob = registry.add("bob").id
+    registry.register_listener(bob, kind="remote", host="10.0.0.7", peer="77@laptop")
+    found = read_notifiers(tmp_path / "coordination.sqlite", now=clock())
+    assert found is not None
+    notifier = found[bob]
+    assert notifier.channel and notifier.holder is not None
+    assert notifier.holder.describe().startswith("remote 10.0.0.7 (shim 77@laptop) via hub pid")
+    later = read_notifiers(tmp_path / "coordination.sqlite", now=clock() + 60)
+    assert later is not None and not later[bob].channel and later[bob].holder is None
+
+
+# ------------------------------------------------------------------ watchers
+
+
+@pytest.fixture
+async def peers(
+    tmp_path: Path, registry: Registry
+) -> AsyncIterator[tuple[AgentTools, str, MailboxWriter]]:
+    db = tmp_path / "coordination.sqlite"
+    alice = registry.add("alice")
+    bob = registry.add("bob")
+    async with open_writer(db) as alices, open_writer(db) as bobs:
+        tools = AgentTools(alices, registry, alice.id)
+        tools.wake = tools.wake._replace(wait=0)  # the receipt is not what is tested here
+        yield tools, bob.id, bobs
+
+
+async def _send(tools: AgentTools, n: int) -> None:
+    await tools.call(
+        "termal_send_to_session",
+        {"sessionId": "bob", "message": f"m{n}", "idempotencyKey": f"k{n}"},
+    )
+
+
+def _watcher(
+    registry: Registry, bobs: MailboxWriter, bob: str, clock: Clock, got: list[int], **kw: object
+) -> ChannelWatcher:
+    async def push(wake: UnreadWakeup, _prompt: str) -> None:
+        got.append(wake.sequence)
+
+    return ChannelWatcher(bobs, registry, bob, push, clock=clock, **kw)  # type: ignore[arg-type]
+
+
+async def test_only_the_holder_pushes_and_the_old_one_takes_over_when_it_goes(
+    peers: tuple[AgentTools, str, MailboxWriter], registry: Registry, clock: Clock
+):
+    alice, bob, bobs = peers
+    local_got: list[int] = []
+    remote_got: list[int] = []
+    local = _watcher(registry, bobs, bob, clock, local_got)
+    await local.start()
+    await local.tick()
+    assert local.holding
+    await _send(alice, 1)
+    await local.tick()
+    assert local_got == [1]
+    await bobs.acknowledge(bob, (await bobs.list_mailboxes(session_id=bob))[0].id, 0, 1)
+
+    clock.advance(1)
+    remote = _watcher(registry, bobs, bob, clock, remote_got, kind="remote", host="10.0.0.7")
+    await remote.start()
+    await remote.tick()
+    assert remote.holding
+    await _send(alice, 2)
+    clock.advance(1)  # the local one's heartbeat is due: it sees it lost the channel
+    await local.tick()
+    await remote.tick()
+    assert not local.holding
+    assert (local_got, remote_got) == ([1], [2])  # one push, by the holder only
+
+    # The remote listener goes (its stream closed): the local one takes the channel back
+    # with a boot pass, so the wake the gone listener took is offered again.
+    registry.release_listener(remote.listener.id)  # type: ignore[union-attr]
+    clock.advance(1)
+    await local.tick()
+    assert local.holding
+    assert local_got == [1, 2]
+    await _send(alice, 3)  # rides the pending wake for mailbox #2: one wake per mailbox
+    await local.tick()
+    assert local_got == [1, 2]
+
+
+async def test_a_stale_remote_listener_loses_to_a_live_local_one(
+    peers: tuple[AgentTools, str, MailboxWriter], registry: Registry, clock: Clock
+):
+    """A remote listener whose beats stopped (its hub froze) stops counting after the
+    stale window, measured on the driven clock."""
+    alice, bob, bobs = peers
+    local_got: list[int] = []
+    local = _watcher(registry, bobs, bob, clock, local_got)
+    await local.start()
+    clock.advance(1)
+    registry.register_listener(bob, kind="remote", host="10.0.0.7")
+    await local.tick()
+    assert not local.holding
+    await _send(alice, 1)
+    await local.tick()
+    assert local_got == []
+    clock.advance(CHANNEL_STALE_SECONDS + 1)
+    await local.tick()
+    assert local.holding and local_got == [1]
