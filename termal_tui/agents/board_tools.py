@@ -453,8 +453,8 @@ async def _json_list(tools: BoardTools, arguments: Mapping[str, Any]) -> dict[st
 
 
 def fit_page(wire: dict[str, Any], limit: int | None, budget: int) -> dict[str, Any]:
-    """TermAl's page, and beside it ``nextCall`` (the exact call for the next page, or
-    null). A page over ``budget`` bytes of JSON ends early (at least one entry), with
+    """TermAl's page, and beside it ``nextCall`` (the exact call for the next page)
+    when there is one. A page over ``budget`` bytes of JSON ends early (at least one entry), with
     TermAl's own continuation: ``nextAfterKey`` is its last key, on the same snapshot
     generation, and ``notes`` says why."""
     entries = wire["entries"]
@@ -473,7 +473,6 @@ def fit_page(wire: dict[str, Any], limit: int | None, budget: int) -> dict[str, 
             f"this page stops at {budget} bytes of entries after {len(kept)} of "
             f"{len(entries)}; nextCall continues on the same generation"
         )
-    next_call = None
     if wire.get("nextAfterKey") is not None:
         arguments: dict[str, Any] = {
             "afterKey": wire["nextAfterKey"],
@@ -481,8 +480,7 @@ def fit_page(wire: dict[str, Any], limit: int | None, budget: int) -> dict[str, 
         }
         if limit is not None:
             arguments["limit"] = limit
-        next_call = {"name": "termal_board_list", "arguments": arguments}
-    wire = wire | {"nextCall": next_call}
+        wire = wire | {"nextCall": {"name": "termal_board_list", "arguments": arguments}}
     if notes:
         wire["notes"] = notes
     return wire

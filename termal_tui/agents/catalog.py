@@ -206,6 +206,22 @@ ANNOTATIONS: dict[str, dict[str, Any]] = {
     "termal_board_set": _hints("Set or delete one board key", read_only=False, destructive=True),
 }
 
+# Fields termal-tui adds to TermAl's results (beside them; TermAl's own fields are exact).
+ADDED_RESULT_FIELDS: dict[str, tuple[str, ...]] = {
+    "termal_read_mailbox": ("limit", "hasMore", "nextCall", "notes"),
+    "termal_read_mailbox_message": ("bodyCut",),
+    "termal_board_list": ("nextCall", "notes"),
+}
+
+
+def termal_fields(name: str, result: Any) -> Any:
+    """A tool's result without termal-tui's additions: TermAl's answer, to compare."""
+    if not isinstance(result, dict):
+        return result
+    added = ADDED_RESULT_FIELDS.get(name, ())
+    return {key: value for key, value in result.items() if key not in added}
+
+
 # ------------------------------------------------------------------ output schemas
 
 _STR = {"type": "string"}
