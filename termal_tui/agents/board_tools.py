@@ -236,6 +236,12 @@ def _rust_option(value: str | None) -> str:
 # --------------------------------------------------------------------- the tools
 
 
+async def pause(seconds: float) -> None:
+    """The pause between replays when none is given (a seam: a test run through the CLI
+    counts the pauses instead of sleeping them)."""
+    await asyncio.sleep(seconds)
+
+
 class BoardTools:
     """The board tools serving one session: typed methods (the CLI's) and :meth:`call`
     (TermAl's JSON tool calls, the MCP server's). The session and its project are
@@ -251,7 +257,7 @@ class BoardTools:
         db_path: Path | None = None,
         project: str | None = None,
         replay: ReplayPolicy | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.writer = writer
@@ -260,7 +266,7 @@ class BoardTools:
         self.projects = ProjectResolver(db_path or writer.path, registry)
         self.project_reference = project
         self.replay = replay or ReplayPolicy()
-        self._sleep = sleep
+        self._sleep = sleep if sleep is not None else pause
         self._clock = clock
 
     # ------------------------------------------------------------ plumbing
