@@ -155,6 +155,46 @@ def test_every_garbage_line_gets_one_json_rpc_error_and_the_server_goes_on(wire:
     assert names == ["alice", "bob"]
 
 
+def _call(wire: Wire, request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    wire.send(
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    )
+    reply = wire.reply()
+    assert reply["id"] == request_id
+    return reply
+
+
+def test_an_unknown_tool_is_a_protocol_error_and_a_failure_is_structured(wire: Wire):
+    wire.send(json.dumps(INITIALIZE))
+    assert wire.reply()["id"] == 0
+    wire.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    unknown = _call(wire, 1, "termal_watch_mailbox", {})["error"]
+    assert unknown["code"] == -32602  # MCP: an unknown tool is invalid params
+    assert unknown["message"].startswith("unknown tool `termal_watch_mailbox`: this server's")
+    assert "store" not in unknown["message"]
+    assert unknown["data"]["code"] == "unknown_tool"
+    typed = _call(
+        wire,
+        2,
+        "termal_send_to_session",
+        {"sessionId": "bob", "message": 123, "idempotencyKey": "k"},
+    )
+    result = typed["result"]
+    assert result["isError"] is True
+    assert "message must be a string" in result["content"][0]["text"]
+    assert result["structuredContent"]["error"]["code"] == "validation"
+    self_send = _call(
+        wire,
+        3,
+        "termal_send_to_session",
+        {"sessionId": "alice", "message": "m", "idempotencyKey": "k"},
+    )
+    error = self_send["result"]["structuredContent"]["error"]
+    assert (error["code"], error["status"], error["retrySafe"]) == ("validation", 400, False)
+    assert "is this session" in error["message"]
+
+
 @pytest.mark.parametrize(("line", "code", "request_id"), GARBAGE)
 def test_parse_line_answers_what_does_not_parse(line: str, code: int, request_id: Any):
     reply = parse_line(line.encode("utf-8", "surrogatepass"))
