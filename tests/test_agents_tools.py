@@ -501,7 +501,9 @@ async def test_a_full_disk_is_a_storage_failure_that_wrote_nothing_not_an_unknow
     assert "outcome is unknown" not in str(failure.value)
     assert "is full; nothing was written" in str(failure.value)
     # ... while a failure this process cannot account for stays "unknown".
-    assert as_tool_error(RuntimeError("boom"), SEND_OUTCOME_UNKNOWN).kind is ErrorKind.UNKNOWN_OUTCOME
+    assert (
+        as_tool_error(RuntimeError("boom"), SEND_OUTCOME_UNKNOWN).kind is ErrorKind.UNKNOWN_OUTCOME
+    )
 
 
 @pytest.mark.parametrize(
