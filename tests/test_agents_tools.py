@@ -22,6 +22,7 @@ from termal_tui.agents.tools import (
     replay_delay,
 )
 from termal_tui.agents.wake import ChannelWatcher
+from termal_tui.errors import ErrorKind
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError, StorageError
 from termal_tui.store.writer import MailboxWriter, open_writer
 from tests.helpers import rows
@@ -105,7 +106,9 @@ async def test_duplicate_and_conflicting_keys(peers: Peers):
         ({"sessionId": "bob", "idempotencyKey": "k" * 257}, 400, "exceeds 256 bytes"),
         ({"sessionId": "bob", "idempotencyKey": "é" * 129}, 400, "exceeds 256 bytes"),
         ({"sessionId": "bob", "message": "   "}, 400, "message is required"),
-        ({"sessionId": "bob", "idempotencyKey": 7}, 400, "idempotencyKey is required"),
+        ({"sessionId": "bob", "idempotencyKey": 7}, 400, "idempotencyKey must be a string"),
+        ({"sessionId": "bob", "message": 123}, 400, "message must be a string"),
+        ({"sessionId": "bob", "topic": 5}, 400, "topic must be a string"),
         ({"sessionId": "a/b"}, 400, "must not contain /"),
         ({"sessionId": ".."}, 400, "must not be . or .."),
     ],
@@ -331,7 +334,7 @@ async def test_a_lost_send_outcome_says_retry_the_same_intent(
     monkeypatch.setattr(peers.writer, "append", fails)
     with pytest.raises(ToolError) as failure:
         await _send(peers.alice, "bob", "m", "k")
-    assert failure.value.kind == "unknownOutcome"
+    assert failure.value.kind is ErrorKind.UNKNOWN_OUTCOME
     assert "append outcome is unknown: retry the exact same intent and idempotencyKey" in str(
         failure.value
     )
@@ -498,7 +501,9 @@ async def test_a_full_disk_is_a_storage_failure_that_wrote_nothing_not_an_unknow
     assert "outcome is unknown" not in str(failure.value)
     assert "is full; nothing was written" in str(failure.value)
     # ... while a failure this process cannot account for stays "unknown".
-    assert as_tool_error(RuntimeError("boom"), SEND_OUTCOME_UNKNOWN).status == 0
+    assert (
+        as_tool_error(RuntimeError("boom"), SEND_OUTCOME_UNKNOWN).kind is ErrorKind.UNKNOWN_OUTCOME
+    )
 
 
 @pytest.mark.parametrize(

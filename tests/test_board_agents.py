@@ -27,6 +27,7 @@ from termal_tui.agents.board_tools import (
     carries_safe_replay_clause,
     json_equal,
 )
+from termal_tui.agents.catalog import termal_fields, termal_tools
 from termal_tui.agents.mcp_server import tool_catalog
 from termal_tui.agents.projects import (
     NO_PROJECT,
@@ -37,6 +38,7 @@ from termal_tui.agents.projects import (
 )
 from termal_tui.agents.registry import REGISTRY_VERSION, Registry
 from termal_tui.agents.tools import TOOL_NAMES, replay_delay
+from termal_tui.errors import ErrorKind
 from termal_tui.store.board import BoardSetReceipt
 from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError
@@ -73,7 +75,14 @@ def test_the_catalog_is_termals_six_mailbox_then_three_board_tools():
     board = json.loads((FIXTURES / "termal_board_tools.json").read_text())
     mailbox = json.loads((FIXTURES / "termal_mailbox_tools.json").read_text())
     assert [t["name"] for t in board] == list(BOARD_TOOL_NAMES)
-    assert tool_catalog() == mailbox + board
+    assert termal_tools() == mailbox + board  # the server's copies are TermAl's, exactly
+    listed = tool_catalog()
+    assert [t["name"] for t in listed] == [t["name"] for t in mailbox + board]
+    for ours_, termal in zip(listed, mailbox + board, strict=True):  # TermAl's words kept
+        assert ours_["description"] == termal["description"]
+        assert ours_["inputSchema"].get("required") == termal["inputSchema"].get("required")
+        for argument, schema in termal["inputSchema"]["properties"].items():
+            assert ours_["inputSchema"]["properties"][argument].items() >= schema.items()
     assert json.loads((PACKAGE / "termal_board_tools.json").read_text()) == board
     assert board[2]["inputSchema"]["required"] == ["key", "expectedRevision", "idempotencyKey"]
     assert board[2]["inputSchema"]["properties"]["value"] == {}  # any JSON, null included
@@ -141,7 +150,7 @@ async def test_two_agents_on_one_project_coordinate_through_the_board(tmp_path: 
         names = [tool.name for tool in listed.tools]
         assert names == [*TOOL_NAMES, *BOARD_TOOL_NAMES]
         empty = await alice.call("termal_board_list", {})  # the project is minted here, once
-        assert empty == {"generation": 0, "entries": [], "unchanged": False}
+        assert empty == {"generation": 0, "entries": [], "unchanged": False}  # no nextCall
         registry = Registry.beside(db)
         (project,) = registry.registered_projects()
         assert (project.root_path, project.name) == (str(repo.resolve()), "shop")
@@ -152,7 +161,21 @@ async def test_two_agents_on_one_project_coordinate_through_the_board(tmp_path: 
             expected = termal_expected(answer, ids)
             if answer["ok"]:
                 got = await caller.call(call["tool"], call["arguments"])
-                assert ours(got) == expected["result"], call["case"]
+                # TermAl's fields exactly; termal-tui's additions (nextCall, notes) beside
+                assert ours(termal_fields(call["tool"], got)) == expected["result"], call["case"]
+                if "nextAfterKey" in got:
+                    assert got["nextCall"] == {
+                        "name": "termal_board_list",
+                        "arguments": {
+                            "afterKey": got["nextAfterKey"],
+                            "snapshotGeneration": got["generation"],
+                            **(
+                                {"limit": call["arguments"]["limit"]}
+                                if "limit" in call["arguments"]
+                                else {}
+                            ),
+                        },
+                    }
             else:
                 with pytest.raises(ToolFailure) as failure:
                     await caller.call(call["tool"], call["arguments"])
@@ -162,7 +185,7 @@ async def test_two_agents_on_one_project_coordinate_through_the_board(tmp_path: 
                 assert STAMP.sub("<time>", str(failure.value)) == shown, call["case"]
         await asyncio.sleep(0.5)
         assert bob.events == []  # a board write never wakes anyone
-        final = await bob.call("termal_board_list", {})
+        final = termal_fields("termal_board_list", await bob.call("termal_board_list", {}))
 
     if ORACLE.exists():  # TermAl's own code reads what the two agents wrote
         copy = tmp_path / "termal" / "coordination.sqlite"
@@ -397,7 +420,7 @@ async def test_a_receipt_that_does_not_correlate_is_an_unknown_outcome(world, ch
         await tools.set(
             "status.gate", expected_revision=0, idempotency_key="k", value={"state": "open"}
         )
-    assert failure.value.status == 0
+    assert failure.value.kind is ErrorKind.UNKNOWN_OUTCOME
     assert str(failure.value) == (
         f"{BOARD_SET_OUTCOME_UNKNOWN}: coordination board receipt does not correlate with "
         f"the request ({mismatch.format(me=me)})"
@@ -417,7 +440,7 @@ async def test_a_commit_of_unknown_outcome_says_retry_with_the_same_key(world):
     tools, _slept = stub_tools(world, [CommitOutcomeUnknownError("disk I/O error at COMMIT")])
     with pytest.raises(BoardToolError) as failure:
         await tools.set("a", expected_revision=0, idempotency_key="k", value=1)
-    assert failure.value.status == 0
+    assert failure.value.kind is ErrorKind.UNKNOWN_OUTCOME
     assert str(failure.value) == f"{BOARD_SET_OUTCOME_UNKNOWN}: disk I/O error at COMMIT"
     assert "retry the exact same request with the SAME idempotencyKey" in str(
         failure.value

@@ -10,7 +10,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -157,26 +156,79 @@ def test_rm_leaves_a_tombstone_restored_only_deliberately(sh: Shell):
     assert sh("board", "rm", "never.was", "--as", "ann").returncode == EXIT_NOT_FOUND
 
 
-def test_busy_is_exit_5_with_termals_no_commit_sentence(tmp_path: Path):
+def test_busy_is_exit_5_with_termals_no_commit_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """A database held by another writer: exit 5 with TermAl's no-commit sentence, and
+    nothing was written. (What is asserted is the answer, never how long it took.)"""
+    from termal_tui.cli import main
+
     repo = make_repo(tmp_path / "shop")
-    sh = Shell(tmp_path / "state" / "coordination.sqlite", repo, {"TERMAL_TUI_BUSY_TIMEOUT": "0.2"})
+    sh = Shell(tmp_path / "state" / "coordination.sqlite", repo)
     assert sh("session", "add", "ann").returncode == 0
     assert sh("board", "set", "a", "1", "--as", "ann").returncode == EXIT_OK
+    monkeypatch.setenv("TERMAL_TUI_BUSY_TIMEOUT", "0.05")
+    monkeypatch.chdir(repo)
     holder = sqlite3.connect(sh.db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        started = time.monotonic()
-        done = sh("board", "set", "a", "2", "--expect", "1", "--as", "ann")
-        took = time.monotonic() - started
+        code = main(["board", "set", "a", "2", "--expect", "1", "--as", "ann", "--db", str(sh.db)])
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert done.returncode == EXIT_BUSY, done.stderr
-    assert done.stderr.rstrip().endswith(
+    err = capsys.readouterr().err
+    assert code == EXIT_BUSY, err
+    assert err.rstrip().endswith(
         "no coordination board write was committed by this operation, so retry the same request"
     )
-    assert took > 0.3  # replayed (a busy timeout plus a delay) before giving up
     assert sh.json("board", "get", "a", "--as", "ann")["revision"] == 1  # nothing written
+
+
+def test_a_busy_set_is_replayed_on_termals_schedule_then_exit_5(
+    sh: Shell, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Busy at every attempt: five attempts and four jittered doubling pauses (counted,
+    not slept), then exit 5 with TermAl's sentence; busy twice then free: written once."""
+    from termal_tui.agents import board_tools
+    from termal_tui.agents.tools import replay_delay
+    from termal_tui.cli import main
+    from termal_tui.store.board import formats
+    from termal_tui.store.board.writer import BoardWriter
+    from termal_tui.store.errors import RetryableError
+
+    listed = json.loads(sh("session", "list", "--json").stdout)
+    ann_id = next(s["sessionId"] for s in listed if s["name"] == "ann")
+    paused: list[float] = []
+    attempts: list[int] = []
+    busy_for = [5]
+    real_set = BoardWriter.set
+
+    async def pause(seconds: float) -> None:
+        paused.append(seconds)
+
+    async def busy_set(self: BoardWriter, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(1)
+        if len(attempts) <= busy_for[0]:
+            raise RetryableError(formats.busy_message(formats.OP_BEGIN_UPDATE))
+        return await real_set(self, *args, **kwargs)
+
+    monkeypatch.setattr(board_tools, "pause", pause)
+    monkeypatch.setattr(BoardWriter, "set", busy_set)
+    monkeypatch.chdir(sh.cwd)
+    argv = ["board", "set", "a.b", "1", "--expect", "0", "--as", "ann", "--db", str(sh.db)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == EXIT_BUSY, err
+    assert err.rstrip().endswith("so retry the same request")
+    assert len(attempts) == 5
+    assert paused == [replay_delay(ann_id, n, 0.2) for n in (1, 2, 3, 4)]
+
+    attempts.clear()
+    paused.clear()
+    busy_for[0] = 2
+    assert main(argv) == EXIT_OK
+    assert len(attempts) == 3 and paused == [replay_delay(ann_id, n, 0.2) for n in (1, 2)]
+    assert sh.json("board", "get", "a.b", "--as", "ann")["revision"] == 1
 
 
 def test_project_shares_a_board_across_directories_and_is_kept(sh: Shell, tmp_path: Path):

@@ -22,9 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from termal_tui.agents.catalog import READ_RESULT_BUDGET
 from termal_tui.agents.projects import Project, ProjectResolver
 from termal_tui.agents.registry import Registry, Session
-from termal_tui.agents.tools import _REASONS, ReplayPolicy, ToolError, replay_delay
+from termal_tui.agents.tools import ReplayPolicy, ToolError, replay_delay
+from termal_tui.errors import TABLE, ErrorKind
 from termal_tui.formats import U64_MAX
 from termal_tui.store.board import (
     BoardGetResult,
@@ -83,44 +85,28 @@ class BoardToolError(ToolError):
     as TermAl's bridge sentences; the others as the route's answer, ``termal-tui board
     store returned 409 Conflict: ...``. ``detail`` is the 404/409 detail object."""
 
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        bridge: bool = False,
-        detail: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(status, message)
-        self.bridge = bridge
-        self.detail = detail
-
-    def __str__(self) -> str:
-        if self.status == 0 or self.bridge:
-            return self.message
-        reason = _REASONS.get(self.status, "Error")
-        return f"termal-tui board store returned {self.status} {reason}: {self.message}"
+    store = "board"
 
 
 def _bridge(message: str) -> BoardToolError:
-    return BoardToolError(400, message, bridge=True)
+    return BoardToolError(ErrorKind.VALIDATION, message, bridge=True)
 
 
 def board_error(error: BaseException, unknown: bool = False) -> BoardToolError:
-    """Any failure as a BoardToolError. Typed store errors keep their status, text and
+    """Any failure as a BoardToolError. Typed store errors keep their kind, text and
     ``detail``; for a set (``unknown``), a commit whose outcome is unknown, or anything
     this process cannot account for, is TermAl's unknown-outcome sentence."""
     if isinstance(error, BoardToolError):
         return error
     if isinstance(error, ToolError):
-        return BoardToolError(error.status, error.message)
+        return BoardToolError(error.kind, error.message, detail=error.detail)
     if isinstance(error, StoreError) and not (
         unknown and isinstance(error, CommitOutcomeUnknownError)
     ):
-        return BoardToolError(error.http_status, str(error), detail=error.detail)
+        return BoardToolError(error.kind, str(error), detail=error.detail)
     if unknown:
-        return BoardToolError(0, f"{BOARD_SET_OUTCOME_UNKNOWN}: {error}")
-    return BoardToolError(500, f"coordination board operation failed: {error}")
+        return BoardToolError(ErrorKind.UNKNOWN_OUTCOME, f"{BOARD_SET_OUTCOME_UNKNOWN}: {error}")
+    return BoardToolError(ErrorKind.INTERNAL, f"coordination board operation failed: {error}")
 
 
 # --------------------------------------------------------------------- arguments
@@ -134,6 +120,8 @@ def _trimmed(value: object) -> str | None:
 
 
 def required_string(value: object, label: str) -> str:
+    if value is not None and not isinstance(value, str):
+        raise _bridge(f"{label} must be a string")
     found = _trimmed(value)
     if found is None:
         raise _bridge(f"{label} is required")
@@ -248,6 +236,12 @@ def _rust_option(value: str | None) -> str:
 # --------------------------------------------------------------------- the tools
 
 
+async def pause(seconds: float) -> None:
+    """The pause between replays when none is given (a seam: a test run through the CLI
+    counts the pauses instead of sleeping them)."""
+    await asyncio.sleep(seconds)
+
+
 class BoardTools:
     """The board tools serving one session: typed methods (the CLI's) and :meth:`call`
     (TermAl's JSON tool calls, the MCP server's). The session and its project are
@@ -263,7 +257,7 @@ class BoardTools:
         db_path: Path | None = None,
         project: str | None = None,
         replay: ReplayPolicy | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.writer = writer
@@ -272,7 +266,7 @@ class BoardTools:
         self.projects = ProjectResolver(db_path or writer.path, registry)
         self.project_reference = project
         self.replay = replay or ReplayPolicy()
-        self._sleep = sleep
+        self._sleep = sleep if sleep is not None else pause
         self._clock = clock
 
     # ------------------------------------------------------------ plumbing
@@ -355,7 +349,7 @@ class BoardTools:
                     page = await self.list(page.next_after_key, snapshot_generation=page.generation)
                     entries.extend(page.entries)
             except BoardToolError as error:
-                if error.status == 409:
+                if error.kind is ErrorKind.CONFLICT:
                     continue
                 raise
             return page.generation, entries
@@ -412,7 +406,7 @@ class BoardTools:
         )
         if mismatch is not None:
             raise BoardToolError(
-                0,
+                ErrorKind.UNKNOWN_OUTCOME,
                 f"{BOARD_SET_OUTCOME_UNKNOWN}: coordination board receipt does not correlate "
                 f"with the request ({mismatch})",
             )
@@ -425,8 +419,30 @@ class BoardTools:
         TermAl's tool returns, or raises BoardToolError."""
         handler = _JSON_CALLS.get(name)
         if handler is None:
-            raise _bridge(f"unknown TermAl delegation MCP tool `{name}`")
-        return await handler(self, dict(arguments or {}))
+            raise BoardToolError(
+                ErrorKind.UNKNOWN_TOOL, f"unknown TermAl delegation MCP tool `{name}`"
+            )
+        given = dict(arguments or {})
+        try:
+            return await handler(self, given)
+        except BoardToolError as error:
+            if error.next_call is None:
+                error.next_call = board_next_call(name, given, error.kind)
+            raise
+
+
+def board_next_call(name: str, arguments: Mapping[str, Any], kind: ErrorKind) -> Any:
+    """The exact call after a board failure, or None (fix the arguments): the same call
+    when the table says a retry is safe (a set keeps its idempotencyKey), the key's head
+    after a set's conflict, and the first page after a listing's conflict (the board
+    changed between pages)."""
+    if TABLE[kind].retry_safe:
+        return {"name": name, "arguments": dict(arguments)}
+    if kind is ErrorKind.CONFLICT and name == "termal_board_set" and "key" in arguments:
+        return {"name": "termal_board_get", "arguments": {"key": arguments["key"]}}
+    if kind is ErrorKind.CONFLICT and name == "termal_board_list":
+        return {"name": "termal_board_list", "arguments": {}}
+    return None
 
 
 async def _json_list(tools: BoardTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -439,7 +455,41 @@ async def _json_list(tools: BoardTools, arguments: Mapping[str, Any]) -> dict[st
     page = await tools.list(
         after_key, numbers["limit"], numbers["snapshotGeneration"], numbers["knownGeneration"]
     )
-    return page.to_wire()
+    return fit_page(page.to_wire(), numbers["limit"], READ_RESULT_BUDGET)
+
+
+def fit_page(wire: dict[str, Any], limit: int | None, budget: int) -> dict[str, Any]:
+    """TermAl's page, and beside it ``nextCall`` (the exact call for the next page)
+    when there is one. A page over ``budget`` bytes of JSON ends early (at least one entry), with
+    TermAl's own continuation: ``nextAfterKey`` is its last key, on the same snapshot
+    generation, and ``notes`` says why."""
+    entries = wire["entries"]
+    notes = []
+    if len(entries) > 1 and len(json.dumps(wire, ensure_ascii=False).encode()) > budget:
+        kept: list[dict[str, Any]] = []
+        used = 0
+        for entry in entries:
+            size = len(json.dumps(entry, ensure_ascii=False).encode())
+            if kept and used + size > budget - 256:
+                break
+            kept.append(entry)
+            used += size
+        wire = wire | {"entries": kept, "nextAfterKey": kept[-1]["key"]}
+        notes.append(
+            f"this page stops at {budget} bytes of entries after {len(kept)} of "
+            f"{len(entries)}; nextCall continues on the same generation"
+        )
+    if wire.get("nextAfterKey") is not None:
+        arguments: dict[str, Any] = {
+            "afterKey": wire["nextAfterKey"],
+            "snapshotGeneration": wire["generation"],
+        }
+        if limit is not None:
+            arguments["limit"] = limit
+        wire = wire | {"nextCall": {"name": "termal_board_list", "arguments": arguments}}
+    if notes:
+        wire["notes"] = notes
+    return wire
 
 
 async def _json_get(tools: BoardTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -457,7 +507,7 @@ async def _json_set(tools: BoardTools, arguments: Mapping[str, Any]) -> dict[str
         # The route's body type has `delete: bool`: axum's JSON rejection (422).
         shown = json.dumps(delete, ensure_ascii=False)
         raise BoardToolError(
-            422,
+            ErrorKind.UNPROCESSABLE,
             "invalid coordination board set JSON: Failed to deserialize the JSON body into "
             f"the target type: delete: invalid type: {_serde_kind(delete)} {shown}, expected "
             "a boolean",

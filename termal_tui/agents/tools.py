@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from termal_tui.agents.catalog import READ_RESULT_BUDGET
 from termal_tui.agents.nudge import nudge
 from termal_tui.agents.registry import Registry, Session
+from termal_tui.errors import HTTP_REASONS, TABLE, ErrorKind, TermalError, error_document
 from termal_tui.formats import (
     CLASS_NOT_SUPPORTED,
     MAX_IDEMPOTENCY_KEY_BYTES,
     READ_LIMIT_DEFAULT,
+    READ_LIMIT_MAX,
     U64_MAX,
+    clamp_read_limit,
     class_supported,
     idempotency_key_too_long,
 )
@@ -54,15 +59,6 @@ TOOL_NAMES = (
     "termal_acknowledge_mailbox",
 )
 
-_REASONS = {
-    400: "Bad Request",
-    404: "Not Found",
-    409: "Conflict",
-    422: "Unprocessable Entity",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
-
 SEND_OUTCOME_UNKNOWN = (
     "mailbox send receipt was not received; the append outcome is unknown: retry the exact "
     "same intent and idempotencyKey (a committed first attempt returns its original receipt "
@@ -82,28 +78,52 @@ GENERIC_TARGET_ERROR = (
 )
 
 
-class ToolError(Exception):
-    """A tool failure with TermAl's status class. ``str()`` is what the agent sees."""
+class ToolError(TermalError):
+    """A tool failure. ``str()`` is what the agent sees (TermAl's wording); ``kind``
+    decides the rest through the one table in ``termal_tui/errors.py``, and
+    :meth:`to_wire` is the machine-readable side: the code, whether a retry is safe,
+    TermAl's ``detail`` where it has one, the ``state`` the agent needs next (the current
+    cursor after a stale acknowledgement) and the exact ``nextCall``.
 
-    def __init__(self, status: int, message: str) -> None:
+    ``bridge`` errors are the bridge's own argument checks, worded as TermAl's bridge words
+    them; the others read as the route's answer, ``termal-tui mailbox store returned 409
+    Conflict: ...`` (an unknown outcome and an unknown tool are their sentence alone)."""
+
+    store = "mailbox"
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        bridge: bool = False,
+        detail: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+        next_call: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
-        self.status = status
+        self.kind = kind
         self.message = message
+        self.bridge = bridge
+        self.detail = detail
+        self.state = state
+        self.next_call = next_call
 
     @property
-    def kind(self) -> str:
-        return {
-            400: "validation",
-            404: "notFound",
-            409: "conflict",
-            422: "validation",
-            503: "retryable",
-        }.get(self.status, "unknownOutcome" if self.status == 0 else "internal")
+    def status(self) -> int:
+        """TermAl's HTTP status for the kind (from the table)."""
+        return self.http_status
 
     def __str__(self) -> str:
-        if self.status == 0:
+        if self.bridge or self.kind in (ErrorKind.UNKNOWN_OUTCOME, ErrorKind.UNKNOWN_TOOL):
             return self.message
-        return f"termal-tui mailbox store returned {self.status} {_REASONS.get(self.status, 'Error')}: {self.message}"
+        status = self.http_status
+        reason = HTTP_REASONS.get(status, "Error")
+        return f"termal-tui {self.store} store returned {status} {reason}: {self.message}"
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"error": {...}}``: a failed tool call's ``structuredContent``."""
+        return error_document(self, detail=self.detail, state=self.state, next_call=self.next_call)
 
 
 class ReplayPolicy(NamedTuple):
@@ -147,11 +167,24 @@ def required_string(arguments: Mapping[str, Any], label: str) -> str:
     return _required(arguments.get(label), label)
 
 
+def optional_string_argument(arguments: Mapping[str, Any], label: str) -> str | None:
+    """An optional string argument: absent or null is None, a string is trimmed (blank is
+    None, as TermAl's bridge drops it), anything else is refused by name (TermAl's bridge
+    drops a number silently; an agent should learn its argument was not used)."""
+    raw = arguments.get(label)
+    if raw is not None and not isinstance(raw, str):
+        raise ToolError(ErrorKind.VALIDATION, f"{label} must be a string")
+    return _optional_string(raw)
+
+
 def _required(raw: object, label: str) -> str:
-    """TermAl's bridge: a string argument, trimmed, that must not be blank."""
+    """TermAl's bridge: a string argument, trimmed, that must not be blank. A value that
+    is there but not a string says so (``message: 123`` is not a missing message)."""
+    if raw is not None and not isinstance(raw, str):
+        raise ToolError(ErrorKind.VALIDATION, f"{label} must be a string")
     value = _optional_string(raw)
     if value is None:
-        raise ToolError(400, f"{label} is required")
+        raise ToolError(ErrorKind.VALIDATION, f"{label} is required")
     return value
 
 
@@ -163,11 +196,14 @@ def check_identifier(raw: str, label: str) -> str:
     """TermAl's path-identifier rule for ids handed to a tool (trimmed; 400 otherwise)."""
     value = raw.strip()
     if not value:
-        raise ToolError(400, f"{label} is required")
+        raise ToolError(ErrorKind.VALIDATION, f"{label} is required")
     if any(ch in "/?#%\\" or ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in value):
-        raise ToolError(400, f"{label} must not contain /, \\, ?, #, %, or control characters")
+        raise ToolError(
+            ErrorKind.VALIDATION,
+            f"{label} must not contain /, \\, ?, #, %, or control characters",
+        )
     if value in (".", ".."):
-        raise ToolError(400, f"{label} must not be . or ..")
+        raise ToolError(ErrorKind.VALIDATION, f"{label} must not be . or ..")
     return value
 
 
@@ -177,7 +213,7 @@ def count_argument(arguments: Mapping[str, Any], label: str, default: int | None
         return default
     # As serde's ``as_u64``: a JSON integer only (not 3.0, not "3", not true), ≤ 2**64 - 1.
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= U64_MAX:
-        raise ToolError(400, f"{label} must be a non-negative integer")
+        raise ToolError(ErrorKind.VALIDATION, f"{label} must be a non-negative integer")
     return value
 
 
@@ -293,8 +329,9 @@ class AgentTools:
         session = await self._session(session_id)
         if session is None or not session.live:
             if self.generic_target_errors and session_id != self.session_id:
-                raise ToolError(404, GENERIC_TARGET_ERROR)  # a peer removed meanwhile
-            raise ToolError(404, "session not found")
+                # a peer removed meanwhile
+                raise ToolError(ErrorKind.NOT_FOUND, GENERIC_TARGET_ERROR)
+            raise ToolError(ErrorKind.NOT_FOUND, "session not found")
         return session
 
     # ------------------------------------------------------------ peers
@@ -312,8 +349,8 @@ class AgentTools:
         try:
             return await asyncio.to_thread(self._resolve_target, reference)
         except ToolError as error:
-            if error.status in (400, 404):
-                raise ToolError(404, GENERIC_TARGET_ERROR) from None
+            if error.kind in (ErrorKind.VALIDATION, ErrorKind.NOT_FOUND):
+                raise ToolError(ErrorKind.NOT_FOUND, GENERIC_TARGET_ERROR) from None
             raise
 
     def _resolve_target(self, reference: str) -> Session:
@@ -327,13 +364,13 @@ class AgentTools:
         )
         if reference.startswith("session-"):
             if reference == self.session_id:
-                raise ToolError(400, self_message)
+                raise ToolError(ErrorKind.VALIDATION, self_message)
             found = self.registry.get(reference)
             if found is None:
-                raise ToolError(404, unknown)
+                raise ToolError(ErrorKind.NOT_FOUND, unknown)
             if not found.live:
                 raise ToolError(
-                    404,
+                    ErrorKind.NOT_FOUND,
                     f"target session `{reference}` ({found.name}) was removed at "
                     f"{found.removed_at}; its mailbox history stays readable but it cannot "
                     "receive messages",
@@ -347,21 +384,21 @@ class AgentTools:
             )
             if removed:
                 raise ToolError(
-                    404,
+                    ErrorKind.NOT_FOUND,
                     f"session `{reference}` was removed at {removed[0].removed_at} "
                     f"(it was {removed[0].id}); its mailbox history stays readable but it "
                     "cannot receive messages",
                 )
-            raise ToolError(404, unknown)
+            raise ToolError(ErrorKind.NOT_FOUND, unknown)
         if len(live) > 1:
             listed = ", ".join(f"{s.id} ({s.name})" for s in live)
             raise ToolError(
-                400,
+                ErrorKind.VALIDATION,
                 f"session name `{reference}` is ambiguous — matches {listed}; pass the exact "
                 "sessionId",
             )
         if live[0].id == self.session_id:
-            raise ToolError(400, self_message)
+            raise ToolError(ErrorKind.VALIDATION, self_message)
         return live[0]
 
     async def send(
@@ -387,9 +424,11 @@ class AgentTools:
         topic, state_stamp = _optional_string(topic), _optional_string(state_stamp)
         message_class = _optional_string(message_class)
         if idempotency_key_too_long(idempotency_key):
-            raise ToolError(400, f"idempotencyKey exceeds {MAX_IDEMPOTENCY_KEY_BYTES} bytes")
+            raise ToolError(
+                ErrorKind.VALIDATION, f"idempotencyKey exceeds {MAX_IDEMPOTENCY_KEY_BYTES} bytes"
+            )
         if not class_supported(message_class):
-            raise ToolError(400, CLASS_NOT_SUPPORTED)
+            raise ToolError(ErrorKind.VALIDATION, CLASS_NOT_SUPPORTED)
         if isinstance(target, Session):
             peer = target
         else:
@@ -479,6 +518,44 @@ class AgentTools:
         await self._engaged(mailbox_id, max((m.sequence for m in messages), default=after_sequence))
         return messages
 
+    async def read_page(
+        self,
+        mailbox_id: str,
+        after_sequence: int = 0,
+        limit: int = READ_LIMIT_DEFAULT,
+        *,
+        budget: int | None = READ_RESULT_BUDGET,
+    ) -> ReadPage:
+        """``termal_read_mailbox`` as an agent reads it: the messages after
+        ``after_sequence`` (``limit`` clamped into 1..=200, as TermAl clamps it), whether
+        more remain, and at most ``budget`` bytes of messages as JSON (a first message
+        over it has its body cut; later ones wait for the next page)."""
+        mailbox_id = check_identifier(mailbox_id, "mailboxId")
+        applied = clamp_read_limit(limit)
+
+        async def attempt() -> tuple[list[MailboxMessage], bool]:
+            await self.ensure_active(self.session_id)
+            fetched = await self.writer.read_range(
+                mailbox_id,
+                after_sequence,
+                min(applied + 1, READ_LIMIT_MAX),
+                session_id=self.session_id,
+            )
+            if len(fetched) > applied:
+                return fetched[:applied], True
+            if len(fetched) == applied == READ_LIMIT_MAX:  # one row more cannot be asked
+                probe = await self.writer.read_range(
+                    mailbox_id, fetched[-1].sequence, 1, session_id=self.session_id
+                )
+                return fetched, bool(probe)
+            return fetched, False
+
+        messages, more = await self._run(attempt)
+        wires, cut_short = fit_messages(messages, budget)
+        kept = messages[: len(wires)]
+        await self._engaged(mailbox_id, max((m.sequence for m in kept), default=after_sequence))
+        return ReadPage(mailbox_id, after_sequence, limit, applied, wires, more or cut_short)
+
     async def read_message(self, message_id: str) -> MailboxMessage:
         """``termal_read_mailbox_message``: one exact message this session may see."""
         message_id = check_identifier(message_id, "messageId")
@@ -503,9 +580,42 @@ class AgentTools:
                 self.session_id, mailbox_id, expected_processed_through, processed_through
             )
 
-        summary = await self._run(attempt, unknown=ACK_OUTCOME_UNKNOWN)
+        try:
+            summary = await self._run(attempt, unknown=ACK_OUTCOME_UNKNOWN)
+        except ToolError as error:
+            if error.kind is ErrorKind.CONFLICT:
+                await self._current_cursor(error, mailbox_id, processed_through)
+            raise
         await self._engaged(mailbox_id, processed_through)
         return summary
+
+    async def _current_cursor(self, error: ToolError, mailbox_id: str, through: int) -> None:
+        """A stale acknowledgement carries what the agent needs next: its durable cursor
+        (and the mailbox's latest sequence), and the acknowledgement to send from it."""
+        try:
+            summaries = await self.writer.list_mailboxes(session_id=self.session_id)
+        except StoreError:
+            return  # the conflict stands without it
+        for summary in summaries:
+            if summary.id != mailbox_id:
+                continue
+            mine = summary.participant(self.session_id)
+            cursor = mine.processed_through if mine else 0
+            error.state = {
+                "mailboxId": mailbox_id,
+                "processedThrough": cursor,
+                "latestSequence": summary.latest_sequence,
+            }
+            if through > cursor:
+                error.next_call = {
+                    "name": "termal_acknowledge_mailbox",
+                    "arguments": {
+                        "mailboxId": mailbox_id,
+                        "expectedProcessedThrough": cursor,
+                        "processedThrough": through,
+                    },
+                }
+            return
 
     async def _engaged(self, mailbox_id: str, through: int) -> None:
         if self.on_engaged is not None:
@@ -520,8 +630,14 @@ class AgentTools:
         method above runs."""
         handler = _JSON_CALLS.get(name)
         if handler is None:
-            raise ToolError(400, f"unknown tool `{name}`")
-        return await handler(self, dict(arguments or {}))
+            raise ToolError(ErrorKind.UNKNOWN_TOOL, unknown_tool_message(name))
+        given = dict(arguments or {})
+        try:
+            return await handler(self, given)
+        except ToolError as error:
+            if error.next_call is None:
+                error.next_call = next_call_after(name, given, error.kind)
+            raise
 
 
 async def _json_send(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -532,9 +648,9 @@ async def _json_send(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[st
         target,
         message,
         key,
-        topic=_optional_string(arguments.get("topic")),
-        state_stamp=_optional_string(arguments.get("stateStamp")),
-        message_class=_optional_string(arguments.get("class")),
+        topic=optional_string_argument(arguments, "topic"),
+        state_stamp=optional_string_argument(arguments, "stateStamp"),
+        message_class=optional_string_argument(arguments, "class"),
     )
     return sent.to_wire()
 
@@ -551,12 +667,14 @@ async def _json_read(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[st
     mailbox_id = required_identifier(arguments, "mailboxId")
     after = count_argument(arguments, "afterSequence", 0)
     limit = count_argument(arguments, "limit", READ_LIMIT_DEFAULT)
-    messages = await tools.read(mailbox_id, after, limit)
-    return {"mailboxId": mailbox_id, "messages": [m.to_wire() for m in messages]}
+    return (await tools.read_page(mailbox_id, after, limit)).to_wire()
 
 
 async def _json_read_message(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    return (await tools.read_message(required_identifier(arguments, "messageId"))).to_wire()
+    message_id = required_identifier(arguments, "messageId")
+    offset = count_argument(arguments, "bodyOffset", 0)
+    message = await tools.read_message(message_id)
+    return body_from(message.to_wire(), offset, READ_RESULT_BUDGET)
 
 
 async def _json_acknowledge(tools: AgentTools, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -577,6 +695,185 @@ _JSON_CALLS: dict[str, Callable[[AgentTools, Mapping[str, Any]], Awaitable[Any]]
 assert tuple(_JSON_CALLS) == TOOL_NAMES
 
 
+def unknown_tool_message(name: str) -> str:
+    from termal_tui.agents.catalog import tool_names
+
+    listed = ", ".join(sorted(tool_names()))
+    return f"unknown tool `{name}`: this server's tools are {listed}"
+
+
+# Where an agent goes after a failure it cannot fix by changing its arguments.
+_LISTING_FOR: dict[str, str] = {
+    "termal_send_to_session": "termal_list_sessions",
+    "termal_read_mailbox": "termal_list_mailboxes",
+    "termal_read_mailbox_message": "termal_list_mailboxes",
+    "termal_acknowledge_mailbox": "termal_list_mailboxes",
+}
+_ECHO_LIMIT = 4 * 1024  # arguments larger than this are not echoed back in nextCall
+
+
+def next_call_after(name: str, arguments: Mapping[str, Any], kind: ErrorKind) -> Any:
+    """The exact call an agent makes after a failure of ``kind``, or None (fix the
+    arguments): the same call for a busy store or an unknown outcome (the same
+    idempotency key makes it safe), a listing first for an acknowledgement of unknown
+    outcome (TermAl's sentence says so) or anything not found."""
+    if kind is ErrorKind.UNKNOWN_OUTCOME and name == "termal_acknowledge_mailbox":
+        return {"name": "termal_list_mailboxes", "arguments": {}}
+    if TABLE[kind].retry_safe:
+        echoed: Any = dict(arguments)
+        if len(json.dumps(echoed, ensure_ascii=False, default=str)) > _ECHO_LIMIT:
+            echoed = "the same arguments as this call, unchanged"
+        return {"name": name, "arguments": echoed}
+    if kind is ErrorKind.NOT_FOUND and name in _LISTING_FOR:
+        return {"name": _LISTING_FOR[name], "arguments": {}}
+    return None
+
+
+# --------------------------------------------------------------------- result budget
+
+
+class ReadPage(NamedTuple):
+    """One ``termal_read_mailbox`` result: the messages (as JSON, bodies possibly cut),
+    the limit asked and the one used, and whether more remain after the last one."""
+
+    mailbox_id: str
+    after_sequence: int
+    requested_limit: int
+    limit: int
+    messages: list[dict[str, Any]]
+    has_more: bool
+
+    def to_wire(self) -> dict[str, Any]:
+        """TermAl's ``{mailboxId, messages}`` and, beside it, ``limit`` (the one used),
+        ``hasMore``, ``nextCall`` (the exact call for the rest, or null) and ``notes``
+        (why the result is not what was asked, when it is not)."""
+        last = self.messages[-1]["sequence"] if self.messages else self.after_sequence
+        next_call = None
+        if self.has_more:
+            next_call = {
+                "name": "termal_read_mailbox",
+                "arguments": {
+                    "mailboxId": self.mailbox_id,
+                    "afterSequence": last,
+                    "limit": self.limit,
+                },
+            }
+        notes = []
+        if self.requested_limit != self.limit:
+            notes.append(
+                f"limit {self.requested_limit} is outside 1..{READ_LIMIT_MAX}: "
+                f"{self.limit} was used (TermAl clamps it)"
+            )
+        if self.has_more and len(self.messages) < self.limit:
+            notes.append(
+                f"this result stops at {READ_RESULT_BUDGET} bytes of messages; more remain "
+                f"after #{last}: nextCall fetches them"
+            )
+        for message in self.messages:
+            if "bodyCut" in message:
+                cut = message["bodyCut"]
+                notes.append(
+                    f"the body of #{message['sequence']} is cut at character "
+                    f"{cut['offset'] + cut['returnedChars']} of {cut['totalChars']}: its "
+                    "bodyCut.nextCall fetches the rest"
+                )
+        wire: dict[str, Any] = {
+            "mailboxId": self.mailbox_id,
+            "messages": self.messages,
+            "limit": self.limit,
+            "hasMore": self.has_more,
+            "nextCall": next_call,
+        }
+        if notes:
+            wire["notes"] = notes
+        return wire
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
+def fit_messages(
+    messages: list[MailboxMessage], budget: int | None
+) -> tuple[list[dict[str, Any]], bool]:
+    """The messages' JSON within ``budget`` bytes, and whether any was left out. A first
+    message alone over the budget is kept with its body cut (see :func:`body_from`), so
+    every page makes progress; a later one waits for the next page."""
+    wires: list[dict[str, Any]] = []
+    used = 0
+    for message in messages:
+        wire = message.to_wire()
+        if budget is None:
+            wires.append(wire)
+            continue
+        size = _json_size(wire)
+        if used + size <= budget:
+            wires.append(wire)
+            used += size
+            continue
+        if not wires:
+            wires.append(body_from(wire, 0, budget))
+        return wires, True
+    return wires, False
+
+
+def body_from(wire: dict[str, Any], offset: int, budget: int) -> dict[str, Any]:
+    """A message's JSON with its body from character ``offset`` on, cut so the whole
+    message stays within ``budget`` bytes as JSON. A cut body ends with a marker naming
+    the exact call for the rest, and ``bodyCut`` says the same in fields (the marker is
+    inside text a peer wrote: ``bodyCut`` is the one to trust). A whole body from offset
+    0 is TermAl's message, unchanged."""
+    body = wire["body"]
+    total = len(body)
+    if offset > total:
+        raise ToolError(
+            ErrorKind.VALIDATION,
+            f"bodyOffset {offset} is past the end of the body ({total} characters)",
+            bridge=True,
+        )
+    rest = body[offset:]
+    whole = wire | {"body": rest}
+    if offset == 0 and _json_size(wire) <= budget:
+        return wire
+    if _json_size(whole) <= budget:
+        return whole | {
+            "bodyCut": {
+                "offset": offset,
+                "returnedChars": len(rest),
+                "totalChars": total,
+                "nextCall": None,
+            }
+        }
+    message_id = wire["id"]
+    # Room for the body: the budget less everything else (a marker's worth kept aside).
+    room = budget - _json_size(wire | {"body": ""}) - 512
+    low, high = 1, len(rest)  # at least one character: every call makes progress
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _json_size(rest[:middle]) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    end = offset + low
+    next_call = {
+        "name": "termal_read_mailbox_message",
+        "arguments": {"messageId": message_id, "bodyOffset": end},
+    }
+    marker = (
+        f"\n[termal-tui: body cut at character {end} of {total}; the rest: "
+        f"termal_read_mailbox_message {json.dumps(next_call['arguments'])}]"
+    )
+    return wire | {
+        "body": rest[:low] + marker,
+        "bodyCut": {
+            "offset": offset,
+            "returnedChars": low,
+            "totalChars": total,
+            "nextCall": next_call,
+        },
+    }
+
+
 def as_tool_error(error: BaseException, unknown: str | None = None) -> ToolError:
     """Any failure as a ToolError: typed store errors keep their class and text (a
     storage failure — a full disk, an I/O error — raised before the commit or by a
@@ -588,7 +885,7 @@ def as_tool_error(error: BaseException, unknown: str | None = None) -> ToolError
     if isinstance(error, StoreError) and not (
         isinstance(error, CommitOutcomeUnknownError) and unknown is not None
     ):
-        return ToolError(error.http_status, str(error))
+        return ToolError(error.kind, str(error), detail=error.detail)
     if unknown is not None:
-        return ToolError(0, f"{unknown}: {error}")
-    return ToolError(500, f"mailbox operation failed: {error}")
+        return ToolError(ErrorKind.UNKNOWN_OUTCOME, f"{unknown}: {error}")
+    return ToolError(ErrorKind.INTERNAL, f"mailbox operation failed: {error}")

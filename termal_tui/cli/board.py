@@ -191,13 +191,14 @@ async def _expected(args: argparse.Namespace, tools: BoardTools) -> int:
     """``--expect``, else the live revision, else 0 (a tombstone then answers TermAl's
     409 with its revision, which ``--expect`` restores deliberately)."""
     from termal_tui.agents.board_tools import BoardToolError
+    from termal_tui.errors import ErrorKind
 
     if args.expect is not None:
         return int(args.expect)
     try:
         return (await tools.get(args.board_key)).head.revision
     except BoardToolError as error:
-        if error.status != 404:
+        if error.kind is not ErrorKind.NOT_FOUND:
             raise
         if args.action == "rm":
             raise
@@ -222,6 +223,7 @@ def _value(args: argparse.Namespace) -> Any:
 
 async def _write(args: argparse.Namespace, tools: BoardTools, value: Any, delete: bool) -> Any:
     from termal_tui.agents.board_tools import BoardToolError
+    from termal_tui.errors import ErrorKind
     from termal_tui.store.board import canonical_value
 
     project = await tools.project()
@@ -246,7 +248,7 @@ async def _write(args: argparse.Namespace, tools: BoardTools, value: Any, delete
             state_stamp=stamp,
         )
     except BoardToolError as error:
-        if error.status != 0:
+        if error.kind is not ErrorKind.UNKNOWN_OUTCOME:
             raise
         raise CommandError(
             f"{error}; run the exact same command again with --expect {expected} --key {key}",

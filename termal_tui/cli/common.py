@@ -15,17 +15,35 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # ------------------------------------------------------------------ exit codes
+# The codes live beside the one error table (``termal_tui/errors.py``), which maps every
+# error kind to one of them; they are re-exported here for the commands.
+from termal_tui.errors import (
+    EXIT_BUSY,
+    EXIT_CONFLICT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_STUCK,
+    EXIT_UNKNOWN,
+    EXIT_USAGE,
+    TermalError,
+    exit_code_of,
+)
 
-EXIT_OK = 0
-EXIT_STUCK = 1  # doctor only: something is stuck
-EXIT_USAGE = 2  # the command line is wrong (argparse's code; nothing else uses it)
-EXIT_NOT_FOUND = 3  # no such database file, session, mailbox or message (404)
-EXIT_CONFLICT = 4  # 409: idempotency key reused for other content, stale cursor
-EXIT_BUSY = 5  # 503: busy; nothing was committed, run the same command again
-EXIT_UNKNOWN = 6  # the outcome is unknown: run the exact same command again
-EXIT_FAILED = 7  # storage or internal failure (disk full, I/O, permissions, a bug)
-EXIT_INVALID = 8  # 400/422: the request was refused, or the file is not a database of ours
-EXIT_INTERRUPTED = 130
+__all__ = [
+    "EXIT_BUSY",
+    "EXIT_CONFLICT",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_INVALID",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_STUCK",
+    "EXIT_UNKNOWN",
+    "EXIT_USAGE",
+]
 
 EXIT_TABLE = """\
 exit codes (every command):
@@ -58,40 +76,11 @@ def fail(message: str, code: int) -> int:
 
 
 def exit_code_for(error: BaseException) -> int:
-    """The table's code for a failure of any layer."""
-    from termal_tui.store.errors import (
-        ConflictError,
-        NotFoundError,
-        RetryableError,
-        SchemaError,
-        StorageError,
-        StoreError,
-        ValidationError,
-    )
-
+    """The table's code for a failure of any layer: a command's own code, else its
+    kind's (``termal_tui/errors.py``); anything without a kind is a failure (7)."""
     if isinstance(error, CommandError):
         return error.code
-    status = getattr(error, "status", None)  # the agents' ToolError
-    if isinstance(status, int) and not isinstance(error, StoreError):
-        return {
-            0: EXIT_UNKNOWN,
-            400: EXIT_INVALID,
-            422: EXIT_INVALID,
-            404: EXIT_NOT_FOUND,
-            409: EXIT_CONFLICT,
-            503: EXIT_BUSY,
-        }.get(status, EXIT_FAILED)
-    for kind, code in (
-        (NotFoundError, EXIT_NOT_FOUND),
-        (ConflictError, EXIT_CONFLICT),
-        (RetryableError, EXIT_BUSY),
-        (ValidationError, EXIT_INVALID),
-        (SchemaError, EXIT_INVALID),
-        (StorageError, EXIT_FAILED),
-    ):
-        if isinstance(error, kind):
-            return code
-    return EXIT_FAILED
+    return exit_code_of(error)
 
 
 def guarded(run: Callable[[], int]) -> int:
@@ -103,9 +92,7 @@ def guarded(run: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as error:
-        from termal_tui.store.errors import StoreError
-
-        known = isinstance(error, CommandError | StoreError) or hasattr(error, "status")
+        known = isinstance(error, CommandError | TermalError)
         text = str(error) if known else f"unexpected failure ({type(error).__name__}: {error})"
         return fail(text, exit_code_for(error))
 

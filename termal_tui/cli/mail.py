@@ -117,6 +117,7 @@ async def _summary(tools: AgentTools, reference: str) -> MailboxSummary:
     """The mailbox given by id, or the one shared with a peer named by name or id (a
     removed peer too: its history stays readable)."""
     from termal_tui.agents.tools import ToolError
+    from termal_tui.errors import ErrorKind
     from termal_tui.sanitize import visible_line
 
     reference = reference.strip()
@@ -129,7 +130,7 @@ async def _summary(tools: AgentTools, reference: str) -> MailboxSummary:
     try:
         peer_ids = {(await tools.resolve_target(reference)).id}
     except ToolError as error:
-        if error.status != 404:
+        if error.kind is not ErrorKind.NOT_FOUND:
             raise
         removed = await asyncio.to_thread(tools.registry.find_removed_by_name, reference)
         peer_ids = {s.id for s in removed} or (

@@ -1,18 +1,25 @@
-"""Typed store errors mirroring TermAl's error kinds (400/409/404/503) plus schema problems."""
+"""Typed store errors mirroring TermAl's error kinds (400/409/404/503) plus schema problems.
+
+Each class names its :class:`~termal_tui.errors.ErrorKind`; the HTTP status (TermAl's),
+the MCP code and the exit code come from the one table in ``termal_tui/errors.py``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from termal_tui.errors import ErrorKind, TermalError
 
-class StoreError(Exception):
+
+class StoreError(TermalError):
     """Base class. ``str(error)`` is a sentence a human can act on.
 
     ``detail`` is the structured JSON object TermAl attaches to some errors (the
     coordination board's 404/409: ``current`` head and ``currentGeneration``), else None.
+    ``http_status`` is the kind's status in the table (TermAl's status for the kind).
     """
 
-    http_status: int = 500
+    kind = ErrorKind.INTERNAL
 
     def __init__(self, *args: object, detail: dict[str, Any] | None = None) -> None:
         super().__init__(*args)
@@ -24,44 +31,49 @@ class StoreError(Exception):
 
 
 class ValidationError(StoreError):
-    http_status = 400
+    kind = ErrorKind.VALIDATION
 
 
 class UnprocessableError(ValidationError):
     """The request is not well-formed JSON for its type (TermAl's 422: unknown or missing
     field, wrong type, integer out of range)."""
 
-    http_status = 422
+    kind = ErrorKind.UNPROCESSABLE
 
 
 class ConflictError(StoreError):
-    http_status = 409
+    kind = ErrorKind.CONFLICT
 
 
 class NotFoundError(StoreError):
-    http_status = 404
+    kind = ErrorKind.NOT_FOUND
 
 
 class RetryableError(StoreError):
     """Busy past the deadline; nothing was committed, so retrying is safe."""
 
-    http_status = 503
+    kind = ErrorKind.BUSY
 
 
 class StorageError(StoreError):
     """The file system or SQLite failed (permissions, I/O, full disk); nothing was changed."""
 
-    http_status = 500
+    kind = ErrorKind.STORAGE
 
 
 class CommitOutcomeUnknownError(StorageError):
     """The COMMIT itself failed with an I/O error: SQLite may have made the transaction
     durable or not, so its outcome is unknown (retry the exact same request). Every other
-    storage failure happens before or at a commit SQLite rolled back: nothing was written."""
+    storage failure happens before or at a commit SQLite rolled back: nothing was written.
+
+    Its kind stays storage: a read that meets it changed nothing. A write's caller (the
+    tools) turns it into ``unknown_outcome`` with its own sentence."""
 
 
 class SchemaError(StoreError):
     """The file is missing, not SQLite, not a TermAl coordination DB, or an unknown version."""
+
+    kind = ErrorKind.NOT_OURS
 
 
 def busy_message(operation: str) -> str:
