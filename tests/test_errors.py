@@ -159,3 +159,19 @@ def test_the_errors_module_is_pure():
         for alias in node.names
     }
     assert imported <= {"__future__", "enum", "typing"}
+
+
+def test_the_docs_error_table_is_the_table():
+    from pathlib import Path
+
+    from termal_tui.errors import TABLE
+
+    text = (Path(__file__).resolve().parents[1] / "docs/agents/errors.md").read_text()
+    documented = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`") and cells[1].isdigit():
+            documented[cells[0].strip("`")] = (int(cells[1]), int(cells[2]), cells[3] == "yes")
+    assert documented == {
+        kind.value: (m.http_status, m.exit_code, m.retry_safe) for kind, m in TABLE.items()
+    }

@@ -83,6 +83,7 @@ from termal_tui.agents.mcp_server import (
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
+from termal_tui.errors import error_document, http_status_of
 from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.models import UnreadWakeup
 from termal_tui.store.board.writer import BoardWriter, open_board_writer
@@ -359,7 +360,10 @@ class Hub:
             if answered[0]:
                 return
             failure = as_tool_error(error)
-            await JSONResponse({"error": str(failure)}, status_code=500)(scope, receive, send)
+            # One table decides the status (busy: 503, retry-safe; a bug: 500) and the
+            # machine-readable problem the hook client turns back into an exit code.
+            body = {"error": str(failure), "problem": error_document(failure)}
+            await JSONResponse(body, status_code=http_status_of(failure))(scope, receive, send)
             return
         if not answered[0]:
             await Response(b"", status_code=204)(scope, receive, send)

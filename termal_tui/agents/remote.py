@@ -42,7 +42,6 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, ConfigDict
 
@@ -53,6 +52,7 @@ from termal_tui.agents.mcp_server import (
     catalog_server,
     tool_result,
 )
+from termal_tui.agents.stdio import answering_stdio
 from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN
 
 WAKE_HEADER = "TermAl-Wake"  # hub.WAKE_HEADER (not imported: the shim needs no uvicorn)
@@ -398,7 +398,7 @@ async def serve_remote(options: RemoteOptions) -> None:
                             os._exit(0)
 
                 group.start_soon(on_signal)
-                async with stdio_server() as (read_stream, write_stream):
+                async with answering_stdio() as (read_stream, write_stream):
                     await server.run(
                         read_stream,
                         write_stream,

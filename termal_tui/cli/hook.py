@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from termal_tui.cli.agents import database, registry_for
 from termal_tui.cli.common import (
@@ -64,6 +65,21 @@ def _hook_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+def _problem(error: Any) -> tuple[int, str] | None:
+    """(exit code, sentence) from a hub error body's ``problem`` (its error kind), or None."""
+    import json
+
+    from termal_tui.errors import TABLE, ErrorKind
+    from termal_tui.sanitize import visible_line
+
+    try:
+        problem = json.loads(error.read() or b"{}").get("problem") or {}
+        kind = ErrorKind(problem["code"])
+    except (ValueError, KeyError, TypeError, AttributeError, OSError):
+        return None
+    return TABLE[kind].exit_code, visible_line(str(problem.get("message", "")), 200)
+
+
 def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser, payload: dict) -> int:
     """POST the hook to the hub (stdlib only: a hook pays for no HTTP client)."""
     import json
@@ -94,7 +110,12 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser, paylo
             text = answer.read().decode()
     except urllib.error.HTTPError as error:
         code = EXIT_INVALID if error.code in (400, 401, 403, 413, 429) else EXIT_FAILED
-        raise CommandError(f"the hub refused the hook: {error.code} {error.reason}", code) from None
+        reason = f"{error.code} {error.reason}"
+        problem = _problem(error)
+        if problem is not None:  # the hub said which kind: the one table's exit code
+            code, said = problem
+            reason += f": {said}"
+        raise CommandError(f"the hub refused the hook: {reason}", code) from None
     except (urllib.error.URLError, OSError) as error:
         raise CommandError(f"the hub could not be reached: {error}", EXIT_FAILED) from None
     if text.strip():
