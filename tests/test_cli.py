@@ -135,3 +135,41 @@ def test_viewer_threshold_defaults_are_the_health_modules():
     for _flag, field, _meaning, default in _THRESHOLD_FLAGS:
         assert getattr(defaults, field) == default
     assert {f.name for f in dataclasses.fields(Thresholds)} == {f[1] for f in _THRESHOLD_FLAGS}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["session", "add", "alice", "--db", "postgresql://u@127.0.0.1/db"],
+        ["postgresql://u@127.0.0.1/db"],
+        ["send", "--db", "postgres://127.0.0.1/db", "--as", "a", "b", "hi"],
+        ["doctor", "--db", "sqlite://x"],
+        ["serve", "--db", "postgresql://127.0.0.1/db"],
+    ],
+)
+def test_a_database_that_looks_like_a_url_is_never_created_as_a_path(tmp_path, argv):
+    done = subprocess.run(
+        [sys.executable, "-m", "termal_tui", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "TERMAL_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "URL" in done.stderr and "nothing was created" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []  # no `postgresql:` folder, no registry
+
+
+def test_termal_home_that_looks_like_a_url_is_refused(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "termal_tui", "session", "list"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "TERMAL_HOME": "postgresql://127.0.0.1/db"},
+        timeout=60,
+    )
+    assert done.returncode == 2 and "$TERMAL_HOME is a postgresql:// URL" in done.stderr
+    assert list(tmp_path.iterdir()) == []

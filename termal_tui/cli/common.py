@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -214,8 +215,25 @@ def whole_number(minimum: int, rule: str) -> Callable[[str], int]:
 # ------------------------------------------------------------------ the database
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def refuse_url(given: str, where: str) -> None:
+    """A database that looks like a URL is never taken for a relative path (which would
+    create a folder named ``postgresql:`` with a SQLite file in it): one sentence, exit 2."""
+    if _URL.match(given.strip()):
+        scheme = given.strip().split(":", 1)[0]
+        raise CommandError(
+            f"{where} is a {scheme}:// URL, and termal-tui opens only TermAl's SQLite file "
+            "(a path); nothing was created",
+            EXIT_USAGE,
+        )
+
+
 def default_db_path() -> Path:
     home = os.environ.get("TERMAL_HOME")
+    if home:
+        refuse_url(home, "$TERMAL_HOME")
     base = Path(home).expanduser() if home else Path.home() / ".termal"
     return base / "coordination.sqlite"
 
@@ -245,6 +263,8 @@ def db_path(args: argparse.Namespace, parser: argparse.ArgumentParser | None = N
             parser.error(message)
         raise CommandError(message, EXIT_USAGE)
     given = positional or option
+    if given:
+        refuse_url(given, "the database")
     return Path(given).expanduser() if given else default_db_path()
 
 
