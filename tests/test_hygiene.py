@@ -1,147 +1,101 @@
-"""Layering: no module imports one from a layer above it; the headless core imports no
-textual/rich; the viewer never loads the writer or the agents; the fast paths load no
-pydantic."""
+"""Layering and loading: the import contracts in ``.importlinter`` hold (``lint-imports``:
+no import upward, the headless core free of textual/rich, the viewer free of the writer
+and the agents) and catch what they are meant to; at run time the headless modules load
+no textual/rich, the viewer never loads the writer or the agents, and the fast paths
+load no pydantic."""
 
 from __future__ import annotations
 
-import ast
 import inspect
+import os
+import pkgutil
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import termal_tui
 from termal_tui.store import queries
 from termal_tui.store.reader import MailboxReader
 
-PACKAGE = Path(__file__).resolve().parents[1] / "termal_tui"
-
-# Lower numbers are lower layers. A module may import its own layer or one below.
-LAYERS: dict[str, int] = {
-    "termal_tui": 0,
-    "termal_tui.sanitize": 0,
-    "termal_tui.formats": 0,
-    "termal_tui.store.errors": 0,
-    "termal_tui.models": 1,
-    "termal_tui.review": 1,
-    "termal_tui.store": 2,
-    "termal_tui.presentation": 3,
-    "termal_tui.health": 3,
-    "termal_tui.notifiers": 3,
-    "termal_tui.thread": 3,
-    "termal_tui.board_view": 3,
-    "termal_tui.export": 3,
-    "termal_tui.vocabulary": 3,
-    "termal_tui.attention": 3,
-    "termal_tui.viewer_config": 3,
-    "termal_tui.demo": 3,
-    "termal_tui.tui": 4,
-    "termal_tui.agents": 4,
-    "termal_tui.cli": 5,
-    "termal_tui.__main__": 5,
-}
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "termal_tui"
+CONTRACTS = ROOT / ".importlinter"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def layer_of(module: str) -> int:
-    """The layer of the longest registered prefix of ``module``."""
-    parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        prefix = ".".join(parts[:end])
-        if prefix in LAYERS:
-            return LAYERS[prefix]
-    raise AssertionError(f"{module} has no layer: add it to LAYERS")
+def lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` as .ci/run runs it (no cache: nothing written to the tree)."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo", str(CONTRACTS)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
 
 
-def _module_name(path: Path) -> str:
-    relative = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(relative.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def test_the_import_contracts_hold():
+    run = lint_imports(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    kept = re.search(r"Contracts: (\d+) kept, 0 broken", run.stdout)
+    assert kept and int(kept.group(1)) == CONTRACTS.read_text().count("[importlinter:contract:")
 
 
-def project_imports(path: Path) -> list[tuple[int, str]]:
-    """Every import of a termal_tui module in ``path``, at any depth (lazy ones too),
-    except those only for type checking."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
-    found = []
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            # `from termal_tui.store import queries` imports the module queries.
-            target = next(
-                (n for n in reversed(names) if n.startswith("termal_tui") and _is_module(n)),
-                node.module,
-            )
-            if target.startswith("termal_tui"):
-                found.append((node.lineno, target))
-        elif isinstance(node, ast.Import):
-            found.extend(
-                (node.lineno, alias.name)
-                for alias in node.names
-                if alias.name.startswith("termal_tui")
-            )
-    return found
+def _plant(root: Path, relative: str, line: str) -> None:
+    path = root / "termal_tui" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    path.write_text(text + "\n" + line + "\n", encoding="utf-8")
 
 
-def _is_module(name: str) -> bool:
-    relative = Path(*name.split("."))
-    return (PACKAGE.parent / relative).with_suffix(".py").exists() or (
-        PACKAGE.parent / relative / "__init__.py"
-    ).exists()
-
-
-def test_layer_of_is_strict():
-    assert layer_of("termal_tui.store.reader") == 2
-    assert layer_of("termal_tui.store.errors") == 0
-    assert layer_of("termal_tui.tui.widgets.index") == 4
-    with pytest.raises(AssertionError):
-        layer_of("elsewhere")
-
-
-def test_the_rule_catches_an_upward_import(tmp_path: Path):
-    fake = PACKAGE / "store" / "reader.py"
-    source = tmp_path / "reader.py"
-    source.write_text("def f():\n    from termal_tui.health import collect\n")
-    ((_line, target),) = project_imports(source)
-    assert layer_of(target) > layer_of(_module_name(fake))
-
-
-def test_no_module_imports_one_from_a_layer_above_it():
-    upward = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = _module_name(path)
-        mine = layer_of(module)
-        for line, target in project_imports(path):
-            if layer_of(target) > mine:
-                upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} {module} → {target}")
-    assert not upward, "\n".join(upward)
-
-
-def test_the_viewer_and_the_agents_never_import_each_other():
-    crossing = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = _module_name(path)
-        for line, target in project_imports(path):
-            if module.startswith("termal_tui.tui") and (
-                target.startswith(("termal_tui.agents", "termal_tui.cli"))
-                or target
-                in ("termal_tui.store.writer", "termal_tui.store.board.writer", "termal_tui.demo")
-            ):
-                crossing.append(f"{module}:{line} → {target}")
-            if module.startswith("termal_tui.agents") and target.startswith(
-                ("termal_tui.tui", "termal_tui.cli")
-            ):
-                crossing.append(f"{module}:{line} → {target}")
-    assert not crossing, "\n".join(crossing)
+def test_the_contracts_catch_each_kind_of_planted_import(tmp_path: Path):
+    """A copy of the package with one wrong import per contract (lazy ones too, and in
+    the views package once it exists): every contract reports it, naming the import."""
+    shutil.copytree(PACKAGE, tmp_path / "termal_tui", ignore=shutil.ignore_patterns("__pycache__"))
+    plants = {
+        # upward: the store reaching for a view, lazily inside a function
+        "store/reader.py": "def _planted():\n    from termal_tui.health import collect",
+        # the agents reaching for the viewer (siblings are independent)
+        "agents/wake.py": "import termal_tui.tui.render",
+        # headless code importing rich
+        "formats.py": "import rich.text",
+        # the viewer importing the writer
+        "tui/render.py": "from termal_tui.store.writer import open_writer",
+        # a views package (landing elsewhere) importing the agents and the writer
+        "views/__init__.py": "import termal_tui.store.board.writer",
+        "views/index.py": "from termal_tui.agents import tools",
+        # the read side reaching for the write side
+        "store/board/reader.py": "import termal_tui.store.lifecycle",
+        # store.errors is core: it imports nothing of the project
+        "store/errors.py": "import termal_tui.store.sqlite",
+        # a module nobody gave a layer
+        "unplaced.py": "X = 1",
+    }
+    for relative, line in plants.items():
+        _plant(tmp_path, relative, line)
+    run = lint_imports(tmp_path, pythonpath=tmp_path)
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode != 0
+    assert "0 kept" in out, out
+    for chain in (
+        "termal_tui.store.reader -> termal_tui.health",
+        "termal_tui.agents.wake -> termal_tui.tui.render",
+        "termal_tui.formats -> rich",
+        "termal_tui.tui.render -> termal_tui.store.writer",
+        "termal_tui.views -> termal_tui.store.board.writer",
+        "termal_tui.views.index -> termal_tui.agents",
+        "termal_tui.store.board.reader -> termal_tui.store.lifecycle",
+        "termal_tui.store.errors -> termal_tui.store.sqlite",
+        "termal_tui.unplaced",
+    ):
+        assert chain in out, (chain, out)
 
 
 def _loaded_after(import_line: str) -> set[str]:
@@ -150,14 +104,20 @@ def _loaded_after(import_line: str) -> set[str]:
     return set(out.stdout.split())
 
 
+def headless_modules() -> list[str]:
+    """Every module of the package outside the viewer's widgets (tui) and the CLI."""
+    return [
+        info.name
+        for info in pkgutil.walk_packages(termal_tui.__path__, "termal_tui.")
+        if not info.name.startswith(("termal_tui.tui", "termal_tui.cli", "termal_tui.__main__"))
+    ]
+
+
 def test_headless_core_imports_no_textual_or_rich():
-    modules = _loaded_after(
-        "import termal_tui.store, termal_tui.store.writer, termal_tui.models, "
-        "termal_tui.presentation, termal_tui.sanitize, termal_tui.review, termal_tui.demo, "
-        "termal_tui.thread, termal_tui.health, termal_tui.export, termal_tui.board_view, "
-        "termal_tui.vocabulary, termal_tui.attention, termal_tui.viewer_config"
-    )
-    assert not {m for m in modules if m.split(".")[0] in {"textual", "rich"}}
+    names = headless_modules()
+    assert {"termal_tui.store.writer", "termal_tui.formats", "termal_tui.demo"} <= set(names)
+    modules = _loaded_after("import " + ", ".join(names))
+    assert not {m for m in modules if m.split(".")[0] in {"textual", "rich", "rich_argparse"}}
 
 
 def test_viewer_never_loads_the_writer():
