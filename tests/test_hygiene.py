@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import termal_tui
 from termal_tui.store import queries
 from termal_tui.store.reader import MailboxReader
