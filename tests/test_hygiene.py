@@ -169,3 +169,15 @@ def test_the_agents_layer_is_headless_and_the_viewer_never_loads_it():
     assert not {m for m in agents if m.split(".")[0] in {"textual", "rich", "mcp"}}
     viewer = _loaded_after("import termal_tui.tui.app, termal_tui.cli, termal_tui.cli.viewer")
     assert not {m for m in viewer if m.startswith("termal_tui.agents")}
+
+
+def test_the_mailbox_and_board_formats_share_one_definition_of_their_text_rules():
+    from termal_tui import formats
+    from termal_tui.store.board import formats as board
+
+    assert board.rust_trim is formats.rust_trim
+    assert board.utf8_len is formats.utf8_len
+    assert board.now_ns is formats.utc_now_ns
+    assert board.Clock is formats.Clock
+    source = inspect.getsource(board)
+    assert "def rust_trim" not in source and "\\u2028" not in source
