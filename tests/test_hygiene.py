@@ -6,6 +6,7 @@ load no pydantic."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import pkgutil
@@ -14,6 +15,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import termal_tui
 from termal_tui.store import queries
@@ -181,3 +184,121 @@ def test_the_mailbox_and_board_formats_share_one_definition_of_their_text_rules(
     assert board.Clock is formats.Clock
     source = inspect.getsource(board)
     assert "def rust_trim" not in source and "\\u2028" not in source
+
+
+# ------------------------------------------------------------------ SQL lives in the store
+
+# Statement shapes and SQL-only clauses, as this code base writes SQL (upper case)...
+_SQL_UPPER = re.compile(
+    r"""\b(?:
+    SELECT\s | INSERT\s+(?:OR\s+[A-Z]+\s+)?INTO\b | REPLACE\s+INTO\b | UPDATE\s+[\w."]+\s+SET\b
+    | DELETE\s+FROM\b | CREATE\s+(?:TEMP\w*\s+|UNIQUE\s+|VIRTUAL\s+)?(?:TABLE|INDEX|TRIGGER|VIEW)\b
+    | DROP\s+(?:TABLE|INDEX|TRIGGER|VIEW)\b | ALTER\s+TABLE\b | PRAGMA\s+\w+ | ATTACH\s+DATABASE\b
+    | BEGIN(?:\s+(?:IMMEDIATE|EXCLUSIVE|DEFERRED))?(?:\s+TRANSACTION)?\s*;?\s*\Z
+    | COMMIT\s*;?\s*\Z | ROLLBACK\b | VACUUM\b
+    | WHERE\s+[\w."]+\s*(?:=|<|>|!=|IN\b|IS\b|LIKE\b) | ORDER\s+BY\b | GROUP\s+BY\b
+    | (?:LEFT\s+)?JOIN\s+\w+\s+(?:\w+\s+)?ON\b | VALUES\s*\(
+    | (?:COALESCE|EXISTS|COUNT|IFNULL|NULLIF|SUM|MAX|MIN)\s*\( | IS\s+(?:NOT\s+)?NULL\b
+    | (?:=|<|>|!=)\s*:[a-z_]\w*\b | LIMIT\s+[?:\d]
+    )""",
+    re.X,
+)
+# ... and statements written in lower case, shaped strictly enough that prose does not
+# match ("Select a mailbox from the list", "delete the key").
+_SQL_ANY_CASE = re.compile(
+    r"""\b(?:
+    select\s+[\w.()*]+(?:\s*,\s*[\w.()*]+)*\s+from\s+\w+\s*(?:where\b|order\b|limit\b|join\b|group\b|;|\Z)
+    | insert\s+(?:or\s+\w+\s+)?into\s+\w+\s*(?:\(|values\b|select\b|default\b) | update\s+\w+\s+set\s+\w+\s*=
+    | delete\s+from\s+\w+(?:\s+where\b|\s*;?\s*\Z)
+    | create\s+(?:temp\w*\s+|unique\s+)?(?:table|index|trigger|view)\s+(?:if\s+not\s+exists\s+)?\w+
+    | pragma\s+\w+\s*(?:=|\(|;|\Z) | drop\s+(?:table|index)\s+(?:if\s+exists\s+)?\w+
+    )""",
+    re.X | re.I,
+)
+# Being moved into the store by other work in progress (issue 23 item 3).
+BEING_MOVED = (
+    "termal_tui/health.py",
+    "termal_tui/notifiers.py",
+    "termal_tui/board_view.py",
+    "termal_tui/agents/projects.py",
+    "termal_tui/agents/registry.py",
+    "termal_tui/tui/app.py",
+)
+
+
+def sql_literals(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string literal in ``source`` that holds SQL: plain, implicitly
+    concatenated, or an f-string (its fields read as ``{}``). Docstrings and other bare
+    string statements are prose, and skipped."""
+    tree = ast.parse(source)
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skipped.add(id(node.value))
+        elif isinstance(node, ast.JoinedStr):
+            skipped.update(id(part) for part in node.values)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(
+                part.value if isinstance(part, ast.Constant) else "{}" for part in node.values
+            )
+        else:
+            continue
+        if _SQL_UPPER.search(text) or _SQL_ANY_CASE.search(text):
+            found.append((node.lineno, text))
+    return sorted(found)
+
+
+def sql_outside_the_store(skip: tuple[str, ...] = ()) -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("termal_tui/store/") or name in skip:
+            continue
+        for line, text in sql_literals(path.read_text(encoding="utf-8")):
+            found.append(f"{name}:{line}: {' '.join(text.split())[:100]}")
+    return found
+
+
+def test_sql_literals_finds_sql_in_every_form_and_no_prose():
+    source = '''
+"""Module docstring: SELECT id FROM mailboxes WHERE id = ? is documentation."""
+A = "SELECT id FROM mailboxes WHERE id = ?"
+B = ("UPDATE mailbox_participants SET processed_through = ? "
+     "WHERE mailbox_id = ?")
+C = f"DELETE FROM {table} WHERE id = ?"
+D = "insert into sessions (id) values (?)"
+E = "PRAGMA busy_timeout = 5000"
+F = " AND COALESCE(topic, '') != :ctl"
+G = "create table if not exists t (x)"
+H = "select name from sqlite_master"
+def f():
+    """Update the view; select from the list, then delete from the board."""
+    notes = ["Select a mailbox from the list", "Delete the key", "update available",
+             "Order by date", "Press ? for help", "Created a table of contents",
+             "count (3) where shown", "The pragma of the matter", "group by group",
+             "Select one or more from the list", "insert into the text"]
+    return notes
+'''
+    lines = [line for line, _ in sql_literals(source)]
+    assert lines == [3, 4, 6, 7, 8, 9, 10, 11]
+
+
+def test_no_sql_outside_the_store_beyond_the_files_being_moved():
+    found = sql_outside_the_store(skip=BEING_MOVED)
+    assert not found, "SQL outside termal_tui/store/:\n" + "\n".join(found)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="SQL still in health.py, notifiers.py, board_view.py, agents/projects.py, "
+    "agents/registry.py and tui/app.py, moving into the store in parallel work",
+)
+def test_no_sql_outside_the_store():
+    found = sql_outside_the_store()
+    assert not found, "SQL outside termal_tui/store/:\n" + "\n".join(found)
