@@ -302,3 +302,37 @@ def test_no_sql_outside_the_store_beyond_the_files_being_moved():
 def test_no_sql_outside_the_store():
     found = sql_outside_the_store()
     assert not found, "SQL outside termal_tui/store/:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------------ no process-wide switches
+
+
+async def test_reading_summaries_never_switches_the_collector_off(tmp_path: Path, monkeypatch):
+    """The store reads on its own thread: a pause of the cycle collector there was a
+    pause for every thread of the process. While 1,000 summaries are built, the
+    collector stays on."""
+    import contextlib
+    import gc
+    import sqlite3
+
+    from termal_tui.store import demo_data
+    from termal_tui.store.writer import open_writer
+
+    path = tmp_path / "many.sqlite"
+    async with open_writer(path):
+        pass
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        demo_data.fill_pair_mailboxes(db, 1_000)
+    seen: list[bool] = []
+    real = queries.trusted
+
+    def watching(model, values):
+        seen.append(gc.isenabled())
+        return real(model, values)
+
+    monkeypatch.setattr(queries, "trusted", watching)
+    assert gc.isenabled()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert len(queries.summaries(db, None)) == 1_000
+    assert len(seen) >= 1_000 and all(seen)
+    assert gc.isenabled()
