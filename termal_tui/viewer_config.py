@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, get_args, get_origin
 
-from platformdirs.unix import Unix
-
 CONFIG_NAME: Final = "config.toml"
 APP_DIR: Final = "termal-tui"
 DEFAULT_ATTENTION_EVERY: Final = 60.0
@@ -41,21 +39,28 @@ HEALTH_KEYS: Final = {
 TOP_KEYS: Final = ("theme", "interval", "export_dir", "health", "keys", "attention")
 ATTENTION_KEYS: Final = ("bell", "desktop", "watch", "every")
 
-# The XDG layout on every platform (macOS too): where the files always were.
-_DIRS: Final = Unix(APP_DIR)
+
+@functools.cache
+def _dirs() -> Any:
+    """platformdirs' XDG layout on every platform (macOS too: where the files always
+    were). Imported on first use: the viewer has it loaded already (textual uses it);
+    anything else that imports this module does not pay for it."""
+    from platformdirs.unix import Unix
+
+    return Unix(APP_DIR)
 
 
 def config_path() -> Path:
-    return Path(_DIRS.user_config_dir) / CONFIG_NAME
+    return Path(_dirs().user_config_dir) / CONFIG_NAME
 
 
 def state_dir() -> Path:
-    return Path(_DIRS.user_state_dir)
+    return Path(_dirs().user_state_dir)
 
 
 def default_export_dir() -> Path:
     """``$XDG_DATA_HOME/termal-tui/exports`` (``~/.local/share/termal-tui/exports``)."""
-    return Path(_DIRS.user_data_dir) / "exports"
+    return Path(_dirs().user_data_dir) / "exports"
 
 
 @dataclass
