@@ -2,17 +2,20 @@
 
 - launch: a fresh process from start to the newest page of the 1,000,000-message
   mailbox on screen, beside a fresh process showing an empty Textual app with one label;
+  and the same launch with a config file that sets every key (read, validated, applied);
 - older pages: time per page at 0 and at 20,000 rows loaded, RSS at 2,000 and 20,000;
 - jump to #N at several depths of the 1,000,000-message mailbox;
 - polls with 20,000 rows loaded: nothing changed, one cursor moved; RSS across polls;
 - idle CPU with a tab open at --interval 1.
 
-Run: python bench/bench_viewer.py
+Run: python bench/bench_viewer.py            (everything)
+     python bench/bench_viewer.py --launch   (the launch rows only, 9 rounds)
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import shutil
 import sqlite3
@@ -66,10 +69,52 @@ import asyncio; asyncio.run(main())
 """
 
 
-def launch_ms(code: str, *args: str) -> tuple[float, float]:
+# The CLI's path: the config file read and validated before the app starts.
+LAUNCH_CONFIGURED = LAUNCH_VIEWER.replace(
+    "from termal_tui.tui.app import make_app\n",
+    "from termal_tui.tui.app import make_app\n"
+    "from termal_tui.viewer_config import load_config\n"
+    "config = load_config()\n"
+    "assert not config.problems, config.problems\n",
+).replace("poll_interval=0)", "poll_interval=0, config=config)")
+
+CONFIG_FILE = """\
+theme = "nord"
+interval = 3
+export_dir = "~/exports"
+
+[health]
+never_woken_after = 60
+unprocessed_after = 600
+lagging_after = 1800
+no_notifier_after = 90
+
+[keys]
+search = "ctrl+f"
+
+[attention]
+bell = true
+watch = ["mailbox-1"]
+every = 30
+"""
+
+
+def config_env() -> dict[str, str]:
+    """A config file that sets every key, and a state directory of the bench's own."""
+    root = DATA / "xdg"
+    (root / "config" / "termal-tui").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "termal-tui" / "config.toml").write_text(CONFIG_FILE, encoding="utf-8")
+    return {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(root / "config"),
+        "XDG_STATE_HOME": str(root / "state"),
+    }
+
+
+def launch_ms(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
     """(from process start, from after the imports) to the first page drawn."""
     out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env
     )
     total, after_imports = out.stdout.strip().splitlines()[-1].split()
     return float(total), float(after_imports)
@@ -171,22 +216,19 @@ async def idle_cpu(path: Path, seconds: float = 10.0) -> float:
         return 100 * (time.process_time() - start_cpu) / (time.perf_counter() - start)
 
 
-def main() -> None:
-    big = big_mailbox_db()
-    work = DATA / "viewer-copy.sqlite"  # polls move a cursor: never in the shared fixture
-    shutil.copy(big, work)
-    empties, launches = [], []
-    for _ in range(5):
+def launch_rows(big: Path, rounds: int) -> None:
+    """The launch rows: an empty app, the viewer, the viewer with a config file, in turn."""
+    empties, launches, configured = [], [], []
+    env = config_env()
+    for _ in range(rounds):
         empties.append(launch_ms(LAUNCH_EMPTY))
         launches.append(launch_ms(LAUNCH_VIEWER, str(big), BIG_MAILBOX))
+        configured.append(launch_ms(LAUNCH_CONFIGURED, str(big), BIG_MAILBOX, env=env))
     empty = statistics.median(e[0] for e in empties)
     launch = statistics.median(x[0] for x in launches)
+    with_config = statistics.median(x[0] for x in configured)
     empty_warm = statistics.median(e[1] for e in empties)
     launch_warm = statistics.median(x[1] for x in launches)
-    results = asyncio.run(paging_and_polls(work))
-    cpu = asyncio.run(idle_cpu(work))
-    work.unlink()
-    rss = results["rss"]
     print("| measurement | median | baseline (same run) | ratio |")
     print("|---|---|---|---|")
     print(
@@ -197,6 +239,24 @@ def main() -> None:
         f"| the same, from after the imports (app start to page drawn) | "
         f"{launch_warm:.0f} ms | {empty_warm:.0f} ms | {launch_warm / empty_warm:.2f}x |"
     )
+    print(
+        f"| the same launch with a config file setting every key | {with_config:.0f} ms | "
+        f"{empty:.0f} ms | {with_config / empty:.2f}x |"
+    )
+
+
+def main() -> None:
+    big = big_mailbox_db()
+    if "--launch" in sys.argv[1:]:
+        launch_rows(big, rounds=9)
+        return
+    work = DATA / "viewer-copy.sqlite"  # polls move a cursor: never in the shared fixture
+    shutil.copy(big, work)
+    launch_rows(big, rounds=5)
+    results = asyncio.run(paging_and_polls(work))
+    cpu = asyncio.run(idle_cpu(work))
+    work.unlink()
+    rss = results["rss"]
     print(
         f"| older page (50 rows): first 20 pages / last 20 pages (to 20,000 rows) | "
         f"{results['older_first']:.1f} ms / {results['older_last']:.1f} ms | | |"

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -51,17 +54,27 @@ every = 30
 """
 
 
-def write_config(root: Path, text: str) -> dict[str, str]:
-    env = {"XDG_CONFIG_HOME": str(root / "config"), "HOME": str(root / "home")}
-    path = config_path(env)
+@pytest.fixture
+def xdg_home(tmp_path, monkeypatch) -> Path:
+    """A home of its own, no XDG variables: the defaults under it."""
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def write_config(root: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
+    monkeypatch.setenv("HOME", str(root / "home"))
+    path = config_path()
     path.parent.mkdir(parents=True)
     path.write_text(text, encoding="utf-8")
-    return env
+    return path
 
 
-def test_the_config_file_reads_every_key(tmp_path):
-    env = write_config(tmp_path, EVERY_KEY)
-    config = load_config(env)
+def test_the_config_file_reads_every_key(tmp_path, monkeypatch):
+    write_config(tmp_path, EVERY_KEY, monkeypatch)
+    config = load_config()
     assert config.path == tmp_path / "config" / "termal-tui" / "config.toml"
     assert config.problems == []
     assert config.theme == "gruvbox" and config.interval == 3.0
@@ -78,37 +91,82 @@ def test_the_config_file_reads_every_key(tmp_path):
     assert attention.watch == ("mailbox-1",) and attention.every == 30.0
 
 
-def test_no_config_file_is_all_defaults_and_no_problem(tmp_path):
-    env = {"XDG_CONFIG_HOME": str(tmp_path / "nowhere"), "HOME": str(tmp_path)}
-    config = load_config(env)
+def test_no_config_file_is_all_defaults_and_no_problem(xdg_home):
+    config = load_config()
+    assert config.path == xdg_home / ".config" / "termal-tui" / "config.toml"
     assert config.problems == [] and config.theme is None and config.keys == {}
     assert not config.attention.enabled
     # Exports go to a data directory, never the working directory.
-    assert default_export_dir({"HOME": str(tmp_path)}) == (
-        tmp_path / ".local" / "share" / "termal-tui" / "exports"
-    )
+    assert default_export_dir() == xdg_home / ".local" / "share" / "termal-tui" / "exports"
 
 
-def test_a_broken_config_file_is_one_sentence_and_the_defaults(tmp_path):
-    env = write_config(tmp_path, 'theme = "unterminated\ninterval = 3\n')
-    config = load_config(env)
+def test_a_broken_config_file_is_one_sentence_and_the_defaults(tmp_path, monkeypatch):
+    write_config(tmp_path, 'theme = "unterminated\ninterval = 3\n', monkeypatch)
+    config = load_config()
     (problem,) = config.problems
     assert "is not valid TOML" in problem and problem.endswith("using the defaults.")
     assert "\n" not in problem and "Traceback" not in problem
     assert config.theme is None and config.interval is None
 
 
-def test_each_bad_key_is_one_sentence_and_keeps_its_default(tmp_path):
-    env = write_config(
+def test_each_bad_key_is_one_sentence_and_keeps_its_default(tmp_path, monkeypatch):
+    write_config(
         tmp_path,
         'interval = -1\ncolour = "red"\n[health]\nlagging_after = "soon"\nnope = 1\n'
         "[keys]\nsearch = 3\n[attention]\nbell = 'yes'\n",
+        monkeypatch,
     )
-    config = load_config(env)
+    config = load_config()
     assert len(config.problems) == 6, config.problems
     assert config.interval is None and config.thresholds == {} and config.keys == {}
     assert not config.attention.bell
     assert all(p.count(".") >= 1 and "\n" not in p for p in config.problems)
+
+
+def test_a_number_too_big_for_a_float_is_a_sentence_not_a_traceback(tmp_path, monkeypatch):
+    # tomllib reads any integer; float() of this one raised OverflowError out of the
+    # hand-written check.
+    write_config(tmp_path, f"interval = 1{'0' * 400}\n[health]\nlagging_after = nan\n", monkeypatch)
+    config = load_config()
+    assert config.problems == [
+        "config.toml: interval must be 0 (off) or a positive number of seconds; ignored.",
+        "config.toml: health.lagging_after must be 0 or a positive number of seconds; ignored.",
+    ]
+    assert config.interval is None and config.thresholds == {}
+
+
+def test_problems_list_unknown_keys_first_then_the_settings_in_order(tmp_path, monkeypatch):
+    write_config(
+        tmp_path,
+        'keys = 1\ninterval = "x"\nzeta = 1\n[attention]\nwatch = [1]\nloud = true\n',
+        monkeypatch,
+    )
+    assert load_config().problems == [
+        "config.toml: unknown key 'zeta' ignored "
+        "(known: theme, interval, export_dir, health, keys, attention).",
+        "config.toml: interval must be 0 (off) or a positive number of seconds; ignored.",
+        'config.toml: [keys] must be a table of binding id = "key"; ignored.',
+        "config.toml: attention.watch must be a list of mailbox ids; ignored.",
+        "config.toml: unknown key attention.loud ignored (known: bell, desktop, watch, every).",
+    ]
+
+
+def test_xdg_variables_are_used_only_when_absolute(xdg_home, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/config")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert config_path() == xdg_home / ".config" / "termal-tui" / "config.toml"
+    assert remember_theme("nord") is None
+    assert (tmp_path / "state" / "termal-tui" / "theme").read_text() == "nord\n\n"
+
+
+def test_without_a_config_file_the_schema_library_is_never_imported(tmp_path):
+    code = (
+        "import sys; from termal_tui.viewer_config import load_config; "
+        "config = load_config(); print(config.problems, 'msgspec' in sys.modules)"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "none")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["[]", "False"], out.stderr
 
 
 def test_the_keymap_refuses_unknown_ids_and_collisions_and_keeps_the_defaults():
@@ -135,9 +193,9 @@ def test_a_swap_of_two_keys_is_no_collision():
     assert problems == [] and keymap == {"older": "n", "show-new": "o"}
 
 
-def test_the_command_line_overrides_the_config_file(tmp_path):
-    env = write_config(tmp_path, "interval = 3\n[health]\nlagging_after = 1800\n")
-    config = load_config(env)
+def test_the_command_line_overrides_the_config_file(tmp_path, monkeypatch):
+    write_config(tmp_path, "interval = 3\n[health]\nlagging_after = 1800\n", monkeypatch)
+    config = load_config()
     parser = argparse.ArgumentParser()
     configure(parser, "termal-tui")
     interval, thresholds = settings_from(parser.parse_args([]), config)
@@ -146,24 +204,26 @@ def test_the_command_line_overrides_the_config_file(tmp_path):
     args = parser.parse_args(["--interval", "1", "--lagging-after", "60"])
     interval, thresholds = settings_from(args, config)
     assert interval == 1.0 and thresholds.lagging == 60.0
-    nothing = load_config({"XDG_CONFIG_HOME": str(tmp_path / "none"), "HOME": str(tmp_path)})
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "none"))
+    nothing = load_config()
     assert settings_from(parser.parse_args([]), nothing)[0] == 8.0
 
 
-def test_the_theme_is_remembered_in_the_state_directory(tmp_path):
-    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
-    assert remembered_theme(env=env) is None
-    assert remember_theme("nord", env=env) is None
-    assert remembered_theme(env=env) == "nord"
+def test_the_theme_is_remembered_in_the_state_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert remembered_theme() is None
+    assert remember_theme("nord") is None
+    assert remembered_theme() == "nord"
     assert (tmp_path / "state" / "termal-tui" / "theme").read_text() == "nord\n\n"
     # Chosen over the config file's gruvbox: kept while the file still says gruvbox,
     # and the file wins once it names another theme.
-    assert remember_theme("nord", "gruvbox", env=env) is None
-    assert remembered_theme("gruvbox", env=env) == "nord"
-    assert remembered_theme("dracula", env=env) is None
+    assert remember_theme("nord", "gruvbox") is None
+    assert remembered_theme("gruvbox") == "nord"
+    assert remembered_theme("dracula") is None
     # A file from before (one line, no config theme) still reads.
     (tmp_path / "state" / "termal-tui" / "theme").write_text("nord\n")
-    assert remembered_theme(env=env) == "nord"
+    assert remembered_theme() == "nord"
 
 
 # ------------------------------------------------------------------ attention

@@ -13,11 +13,13 @@ import hashlib
 import json
 import math
 import re
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+# Rust's str::trim, UTF-8 lengths, the clock and its type: shared with the mailboxes.
+from termal_tui.formats import Clock as Clock
+from termal_tui.formats import rust_trim, utc_now_ns, utf8_len
 from termal_tui.store.errors import StoreError, ValidationError
 
 MAX_KEY_BYTES: Final = 128
@@ -69,19 +71,9 @@ NEITHER_VALUE_NOR_DELETE_MESSAGE: Final = (
     "provide `value` to set (JSON null is a value) or `delete: true` to delete"
 )
 
-# Rust's char::is_whitespace (Unicode White_Space), used by str::trim.
-_WHITE_SPACE: Final = frozenset(
-    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
-    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
 # Rust's char::is_control: general category Cc.
 _CONTROL: Final = re.compile("[\u0000-\u001f\u007f-\u009f]")
 _SEGMENT: Final = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
-
-Clock = Callable[[], "datetime | int"]
-"""Returns an aware/naive-UTC datetime, or integer nanoseconds since the epoch."""
-
 
 # ------------------------------------------------------------------ errors and busy text
 
@@ -104,19 +96,6 @@ def internal_error(context: str, error: BaseException | str) -> StoreError:
 
 
 # ------------------------------------------------------------------ text, keys, names
-
-
-def rust_trim(text: str) -> str:
-    start, end = 0, len(text)
-    while start < end and text[start] in _WHITE_SPACE:
-        start += 1
-    while end > start and text[end - 1] in _WHITE_SPACE:
-        end -= 1
-    return text[start:end]
-
-
-def utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def validate_text_field(field: str, value: object, maximum_bytes: int) -> str:
@@ -178,8 +157,7 @@ def check_u64(label: str, value: object, error: type[ValidationError] = Validati
 # ------------------------------------------------------------------ timestamps
 
 
-def now_ns() -> int:
-    return time.time_ns()
+now_ns: Final = utc_now_ns  # the mailboxes' clock: one definition in termal_tui.formats
 
 
 def format_board_timestamp(value: datetime | int) -> str:

@@ -1,0 +1,45 @@
+"""The viewer's one measure of text on screen, in terminal cells (rich.cells)."""
+
+from __future__ import annotations
+
+import pytest
+
+from termal_tui.sanitize import cap, visible_line
+from termal_tui.tui.cells import cap_cells, cells, pad_cells
+
+
+@pytest.mark.parametrize(
+    ("text", "width"),
+    [
+        ("plain", 5),
+        ("日本語", 6),  # wide: two cells each
+        ("e\u0301te\u0301", 3),  # combining acute accents take no cell
+        ("👩\u200d💻 dev", 6),  # one joined emoji: two cells
+        ("", 0),
+    ],
+)
+def test_cells_counts_what_the_terminal_draws(text, width):
+    assert cells(text) == width
+
+
+def test_cap_cells_cuts_to_the_width_in_cells_not_characters():
+    assert cap_cells("日本語テキスト", 7) == "日本語…"
+    assert cells(cap_cells("日本語テキスト", 7)) == 7
+    assert cap_cells("日本語テキスト", 6) == "日本 …"  # 語 would straddle the cut
+    assert cap_cells("short", 10) == "short" and cap_cells("anything", 0) == ""
+    # sanitize.cap counts characters: the same cut is 13 cells wide on screen.
+    assert cap("日本語のテキストです", 7) == "日本語のテキ…"
+    assert cells(cap("日本語のテキストです", 7)) == 13
+
+
+def test_pad_cells_lines_columns_up_in_any_script():
+    rows = [pad_cells(name, 8) + "|" for name in ("planner", "計画者", "a-very-long-name")]
+    assert [cells(row) for row in rows] == [9, 9, 9]
+    assert rows[1] == "計画者  |" and rows[2] == "a-very-…|"
+
+
+def test_stand_ins_are_measured_as_drawn():
+    shown = visible_line("bell\x07 and \u202e")
+    assert "␇" in shown and "⟨RLO⟩" in shown
+    assert cells(shown) == len(shown)  # every stand-in is one narrow cell per character
+    assert cells("bell\x07") == 4  # the raw control would measure 0: measure after visible_line
