@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import TypeVar
 
@@ -39,7 +39,7 @@ from termal_tui.formats import (
     clamp_read_limit,
 )
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
-from termal_tui.store import queries
+from termal_tui.store import health_queries, queries
 from termal_tui.store.connection import (  # the file states re-exported for the viewer
     FILE_GONE as FILE_GONE,
 )
@@ -57,6 +57,7 @@ from termal_tui.store.connection import (
     run,
 )
 from termal_tui.store.errors import NotFoundError, StorageError
+from termal_tui.store.health_queries import HealthRows
 from termal_tui.store.schema import SchemaInfo, verify_readable
 
 T = TypeVar("T")
@@ -223,6 +224,11 @@ class MailboxReader(FollowsPath):
         return await self._snapshot(
             lambda db: queries.fetch_message(db, message_id, session_id, outcome), single=True
         )
+
+    async def health_rows(self, mailbox_ids: Collection[str] | None = None) -> HealthRows:
+        """Every participant's unread range and its rows' wake states, in one read
+        snapshot (only in ``mailbox_ids`` when given), for health.py's report."""
+        return await self._snapshot(lambda db: health_queries.read_health_rows(db, mailbox_ids))
 
     async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on the read-only connection as one read snapshot, in one thread
