@@ -27,7 +27,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
@@ -60,6 +60,9 @@ from termal_tui.store.errors import NotFoundError, StorageError
 from termal_tui.store.health_queries import HealthRows
 from termal_tui.store.schema import SchemaInfo, verify_readable
 
+if TYPE_CHECKING:
+    from termal_tui.store.board.reader import BoardReader
+
 T = TypeVar("T")
 
 
@@ -81,7 +84,23 @@ class MailboxReader(FollowsPath):
         self.snapshot = snapshot
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
+        self._board: BoardReader | None = None
         self.follow(path, identity)  # the file this connection reads
+
+    def board(self) -> BoardReader:
+        """The board's reader over this same read-only connection (one connection per
+        open file for the whole viewer; closed with this one)."""
+        if self._board is None:
+            from termal_tui.store.board.reader import BoardReader
+
+            self._board = BoardReader(self._db, self.path, self.snapshot, self.identity)
+            self._board.closed = self.closed
+        return self._board
+
+    def _mark_closed(self) -> None:
+        self.closed = True
+        if self._board is not None:
+            self._board.closed = True
 
     async def _snapshot(self, work: Callable[[sqlite3.Connection], T], single: bool = False) -> T:
         """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""
@@ -230,12 +249,6 @@ class MailboxReader(FollowsPath):
         snapshot (only in ``mailbox_ids`` when given), for health.py's report."""
         return await self._snapshot(lambda db: health_queries.read_health_rows(db, mailbox_ids))
 
-    async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` on the read-only connection as one read snapshot, in one thread
-        hop (for read models built above the store, such as health.py's report). The
-        connection is ``mode=ro`` with ``query_only``: ``work`` cannot write."""
-        return await self._snapshot(work)
-
     async def search_chunk(
         self,
         mailbox_id: str,
@@ -282,7 +295,7 @@ class MailboxReader(FollowsPath):
         return await self._snapshot(work)
 
     async def close(self) -> None:
-        self.closed = True
+        self._mark_closed()
         await self._db.close()
 
 
@@ -339,5 +352,5 @@ async def open_reader(
     try:
         yield reader
     finally:
-        reader.closed = True
+        reader._mark_closed()
         await db.close()
