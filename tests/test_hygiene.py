@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "termal_tui.health": 3,
     "termal_tui.notifiers": 3,
     "termal_tui.thread": 3,
+    "termal_tui.views": 3,
     "termal_tui.board_view": 3,
     "termal_tui.export": 3,
     "termal_tui.vocabulary": 3,

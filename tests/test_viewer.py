@@ -409,7 +409,7 @@ def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
 LAZY = (
     "termal_tui.health",
     "termal_tui.export",
-    "termal_tui.thread",
+    "termal_tui.views.thread",
     "termal_tui.tui.commands",
     "termal_tui.tui.widgets.mailbox_view",
     "termal_tui.tui.screens.help",

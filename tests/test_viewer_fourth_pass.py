@@ -12,7 +12,7 @@ from textual import events
 from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
 from termal_tui.store import open_writer
-from termal_tui.thread import StartMarker
+from termal_tui.views.thread import StartMarker
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.render import card
 from termal_tui.tui.screens.body import BodyScreen

@@ -227,13 +227,14 @@ async def test_the_health_view_is_live_with_its_time_and_state_and_no_tab_keys(t
         # Another process adds stuck rows: the view shows them by itself (no r).
         await stuck_rows(path, 3, tag="b")
         await wait_for(lambda: "5 stuck unread rows" in health_status(app))
-        # Covered by help, it does not tick; uncovered, it checks at once.
+        # Covered by help, no pass; uncovered, one at once (counted on a driven clock
+        # in test_health.py::test_the_health_screen_follows_the_live_source_…).
         screen = app.screen
         await pilot.press("question_mark")
         await pilot.pause()
-        assert screen._timer is not None and screen._timer._active.is_set() is False
+        assert screen._covered
         await pilot.press("escape")
-        await wait_for(lambda: screen._timer._active.is_set())
+        await wait_for(lambda: not screen._covered)
         # The file goes away: Stale with the reason, listed findings kept.
         move_away(path)
         await wait_for(lambda: "Stale" in health_status(app) and "gone" in health_status(app))
@@ -312,7 +313,7 @@ async def test_hidden_control_plane_rows_are_marked_where_they_stand(tmp_path):
         assert text.index("hidden (#2)") < text.index("Visible row 1.")
         # One latest number: the header says what the index and the palette say.
         header = view.query_one(ThreadHeader)
-        from termal_tui.thread import latest_shown
+        from termal_tui.views.thread import latest_shown
 
         assert header.latest == latest_shown(summary)
         # v shows the review result itself (next to the highlighted row, #4 above #3).

@@ -459,33 +459,7 @@ async def test_the_health_view_lists_the_worst_and_says_how_many_more(tmp_path):
         assert f"{count:,}" in status and status.count("\n") == 0
 
 
-async def test_a_slow_health_pass_spaces_out_the_next_ones(demo, monkeypatch):
-    from termal_tui.tui.screens import health as health_screen
-
-    app = clocked_app(demo, Clock(), interval=0.1)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        await press(app, pilot, "h")
-        screen = app.screen
-        assert isinstance(screen, health_screen.HealthScreen)
-        passes = 0
-        original = health_screen.health_report
-
-        async def counting(*args: object, **kwargs: object):
-            nonlocal passes
-            passes += 1
-            return await original(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(health_screen, "health_report", counting)
-        await wait_for(lambda: passes >= 2)  # a fast pass: every interval
-        await wait_for(lambda: not screen.checking)
-        screen._took = 1.0  # as if the last pass took a second: the next waits 20 s
-        screen._finished_at = time.monotonic()
-        seen = passes
-        await asyncio.sleep(0.6)  # six ticks waited out
-        assert passes == seen
-        await pilot.press("r")  # a person asking still gets one at once
-        await wait_for(lambda: passes > seen)
+# A slow health pass spacing out the next ones: test_health.py, on a driven clock.
 
 
 # ------------------------------------------- the title and signals from a tab
@@ -627,7 +601,7 @@ def row(sequence: int, target: str) -> MailboxMessage:
 
 
 def test_rows_above_a_cursor_not_loaded_yet_count_as_waiting():
-    from termal_tui.thread import ThreadModel
+    from termal_tui.views.thread import ThreadModel
 
     a = MailboxParticipant(session_id="a", display_name="a", processed_through=10)
     b = MailboxParticipant(session_id="b", display_name="b", processed_through=95)
@@ -847,7 +821,7 @@ async def test_export_names_its_file_from_the_id_safely_and_follows_no_link(demo
 
 
 def test_newer_rows_not_read_yet_count_as_waiting():
-    from termal_tui.thread import ThreadModel
+    from termal_tui.views.thread import ThreadModel
 
     a = MailboxParticipant(session_id="a", display_name="a", processed_through=5)
     b = MailboxParticipant(session_id="b", display_name="b", processed_through=10)
