@@ -23,7 +23,6 @@ SLOW_FACTOR: Final = 20.0  # after a pass of t seconds, the next waits at least 
 SLOW_PASS: Final = 0.5  # …when t is at least this (a busy machine slows small passes too)
 CHECKING: Final = " · checking…"
 TITLE: Final = "termal-tui (read-only) — delivery health"
-HEADING: Final = "Delivery health · stuck hand-offs, worst first"
 MUTED: Final = "$foreground 65%"
 
 Segment = tuple[str, str]  # (text, style): the screen turns these into its own text
@@ -113,6 +112,16 @@ class HealthView:
         self._end()
         self.stale_reason = reason
 
+    def abandon(self) -> None:
+        """A pass ended without an answer of its own (the file was replaced meanwhile:
+        the new file's pass follows; or it failed, and :meth:`failed` says why)."""
+        self._end()
+
+    def stale(self, reason: str) -> None:
+        """The live source says the file cannot be read now (gone, locked, replaced by
+        one that cannot be opened): Stale with the reason, the findings kept."""
+        self.stale_reason = reason
+
     def file_missing(self, reason: str) -> None:
         """The live source says nothing is at the path (never opened, or gone)."""
         self.checking = False
@@ -150,6 +159,12 @@ class HealthView:
             if chosen in keys:
                 return keys.index(chosen)
         return 0
+
+    def heading(self) -> list[Segment]:
+        """The view's title line, as every screen has one."""
+        name = visible_line(self.file_name, 60)
+        where = f" · {name}" if name else ""
+        return [("Delivery health", "bold"), (f" · stuck hand-offs, worst first{where}", MUTED)]
 
     def _state(self, live: bool) -> Segment:
         """``● Live 12:00:00``; Stale with the time of the last good pass, or none."""
