@@ -545,7 +545,8 @@ class LiveSource:
         file that moved or was replaced is looked at now."""
         if isinstance(error, RetryableError):
             self._retry_soon = True
-            if self._task is not None and self.following:
+            sooner = self.interval <= 0 or self.interval > RETRY_SECONDS
+            if self._task is not None and sooner:  # else the next poll comes sooner
                 if self._timer is not None:
                     self._timer.cancel()
                 self._timer = self.clock.call_later(RETRY_SECONDS, self.request_check)
