@@ -181,3 +181,22 @@ def test_a_slow_pass_spaces_out_the_next_ones_on_the_driven_clock():
     assert model.due(asked=True)  # a person asking still gets one
     clock.advance(1.5)
     assert model.due()
+
+
+def test_the_title_gives_way_by_words_never_mid_word():
+    model = view(Driven())
+    assert text(model.heading(120)) == (
+        "Delivery health · stuck hand-offs, worst first · coordination.sqlite"
+    )
+    assert text(model.heading(58)) == "Delivery health · stuck hand-offs, worst first"
+    assert text(model.heading(30)) == "Delivery health"
+
+
+def test_nothing_stuck_says_the_short_form_when_the_long_one_would_wrap():
+    clock = Driven()
+    model = view(clock)
+    model.loaded(report(mailboxes=3, unread=0))
+    assert text(model.status(120)).endswith("every unread row is recent or on its way.")
+    short = text(model.status(76))
+    assert short == "● Live 12:00:00 · ✓ Nothing is stuck: 3 mailboxes, 0 unread."
+    assert text(model.status(58)) == "● Live 12:00:00 · ✓ Nothing is stuck."

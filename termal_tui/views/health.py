@@ -160,11 +160,20 @@ class HealthView:
                 return keys.index(chosen)
         return 0
 
-    def heading(self) -> list[Segment]:
-        """The view's title line, as every screen has one."""
+    def heading(self, room: int = 200) -> list[Segment]:
+        """The view's title line, as every screen has one: what gives way when narrow is
+        the file's name, then the explanation (never cut mid-word)."""
         name = visible_line(self.file_name, 60)
-        where = f" · {name}" if name else ""
-        return [("Delivery health", "bold"), (f" · stuck hand-offs, worst first{where}", MUTED)]
+        for tail in (
+            f" · stuck hand-offs, worst first · {name}" if name else "",
+            " · stuck hand-offs, worst first",
+            "",
+        ):
+            if len("Delivery health") + len(tail) <= room:
+                break
+        return (
+            [("Delivery health", "bold"), (tail, MUTED)] if tail else [("Delivery health", "bold")]
+        )
 
     def _state(self, live: bool) -> Segment:
         """``● Live 12:00:00``; Stale with the time of the last good pass, or none."""
@@ -197,15 +206,13 @@ class HealthView:
         checking = [(CHECKING, MUTED)] if self.checking else []
         if report.healthy:
             mailboxes = counted(report.mailboxes, "mailbox", "mailboxes")
-            return [
-                state,
-                (
-                    f" · ✓ Nothing is stuck: {mailboxes}, {report.unread:,} unread, every "
-                    "unread row is recent or on its way.",
-                    "bold $success",
-                ),
-                *checking,
-            ]
+            said = f" · ✓ Nothing is stuck: {mailboxes}, {report.unread:,} unread"
+            for words in (f"{said}, every unread row is recent or on its way.", f"{said}."):
+                if len(state[0]) + len(words) + len(CHECKING) <= room:
+                    break
+            else:
+                words = " · ✓ Nothing is stuck."
+            return [state, (words, "bold $success"), *checking]
         rows, stuck_in = self.counts.rows, self.counts.mailboxes
         of = counted(report.mailboxes, "mailbox", "mailboxes")
         choices = (

@@ -241,7 +241,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self.query_one("#health-status", Static).update(
             Content.assemble(*(Content.styled(text, style) for text, style in segments))
         )
-        title = Content.assemble(*(Content.styled(t, style) for t, style in self.model.heading()))
+        heading = self.model.heading(room)
+        title = Content.assemble(*(Content.styled(t, style) for t, style in heading))
         self.query_one("#health-title", Static).update(title.truncate(room, ellipsis=True))
 
     def draw(self) -> None:
