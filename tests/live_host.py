@@ -21,6 +21,9 @@ class Host:
         source = self.source
 
         class _App(App[None]):
+            live = source  # what tests.viewer_support.settle waits on
+            index_model = None
+
             async def on_mount(self) -> None:
                 await source.start()
                 await source.settled()
