@@ -35,7 +35,7 @@ from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.screens.board import BoardKeyScreen, BoardScreen
 from tests.helpers import StepClock
 from tests.live_host import Host
-from tests.viewer_support import FIXED_NOW, app_for, screen_text, settle, wait_for
+from tests.viewer_support import FIXED_NOW, advance, app_for, screen_text, settle, wait_for
 
 P1 = "project-11111111-1111-4111-8111-111111111111"
 P2 = "project-22222222-2222-4222-8222-222222222222"
@@ -520,16 +520,18 @@ async def test_a_session_changes_nothing_on_disk(board_db):
     try:
         before = _disk(board_db)
         assert set(before) == {"", "-wal", "-shm"}
-        app = app_for(board_db, poll_interval=INTERVAL)
+        app = app_for(board_db, poll_interval=8.0)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await open_board(app, pilot)
             await pilot.press("t")
             await pilot.press("enter")
             await settle(app, pilot)
-            await asyncio.sleep(3 * INTERVAL)
+            for _ in range(3):  # checks of the live source, the key screen on top
+                await advance(app, pilot, 8)
             await pilot.press("escape", "tab", "down")
             await wait_for(lambda: [h.key for h in screen.shown] == ["docs.toc"])
-            await asyncio.sleep(3 * INTERVAL)
+            for _ in range(3):  # and with the board shown
+                await advance(app, pilot, 8)
         assert _disk(board_db) == before
         names = {p.name for p in board_db.parent.iterdir()}
         assert not {n for n in names if n.startswith(("termal.sqlite-", "termal-tui-sessions"))} - {

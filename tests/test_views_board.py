@@ -264,3 +264,25 @@ async def test_the_key_view_says_its_key_is_gone_after_a_replaced_file(board_db)
             assert key.header.error == KEY_GONE and key.key == "api.schema.version"
             assert not await key.refresh(lambda: new)  # later refreshes still say so
             assert key.header.error == KEY_GONE
+
+
+def test_the_board_and_health_views_hold_no_sql():
+    """The store owns every SQL statement: the views, their screens and the headless
+    helpers they use only call named reader methods."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "termal_tui"
+    sql = re.compile(
+        r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE)\b[^\n]*\b(FROM|INTO|SET|TABLE|\w+_\w+)\b"
+    )
+    for relative in (
+        "health.py",
+        "board_view.py",
+        "views/board.py",
+        "views/health.py",
+        "tui/screens/board.py",
+        "tui/screens/health.py",
+    ):
+        source = (root / relative).read_text(encoding="utf-8")
+        assert not sql.search(source), relative
+        assert "sqlite3" not in source, relative
