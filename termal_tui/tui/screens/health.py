@@ -33,6 +33,7 @@ from termal_tui.tui.messages import (
     follow_live,
 )
 from termal_tui.tui.widgets.footer import FittingFooter
+from termal_tui.views.health import MAX_SHOWN as MAX_SHOWN  # (where the view's tests look)
 from termal_tui.views.health import MUTED, TITLE, HealthView
 from termal_tui.views.live import Superseded
 from termal_tui.vocabulary import FINDING_WORDS
