@@ -131,7 +131,8 @@ class BoardView:
                 raise
             return BoardChange()  # the old file failed after the reopen: not this one's
         finally:
-            self.reading = False
+            if opened == self._opened:  # (a reopen let the new file's refresh start)
+                self.reading = False
         if opened != self._opened:  # read from a file that was replaced meanwhile
             return BoardChange()
         change = BoardChange(read=True, moved=True)
