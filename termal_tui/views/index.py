@@ -124,6 +124,7 @@ class IndexModel:
         self._refreshing = False
         self._again = False  # asked to read while a read ran: once more after it
         self._appending = False
+        self._appending_matches = False
         self._marking = False
         self._counting = False
         self._totals_stale = False  # a commit since the last count
@@ -360,17 +361,14 @@ class IndexModel:
 
     async def more_matches(self) -> None:
         needle, shown, session_id = self.filter_text, self.matches, self.session_id
-        if not needle or not shown or not self.matches_more:
-            return
+        if not needle or not shown or not self.matches_more or self._appending_matches:
+            return  # one page at a time: a second read would read the same page
         last = shown[-1]
-        rows = await self.source.read(
-            lambda reader: reader.list_mailboxes(
-                session_id=session_id,
-                limit=PAGE_CARDS,
-                after=(last.latest_message_at or "", last.id),
-                matching=needle,
-            )
-        )
+        self._appending_matches = True
+        try:
+            rows = await self._read_matches_after(needle, session_id, last)
+        finally:
+            self._appending_matches = False
         if needle != self.filter_text or self.matches is None:
             return
         known = {summary.id for summary in self.matches}
@@ -379,6 +377,18 @@ class IndexModel:
         self.matches_more = len(rows) >= PAGE_CARDS and bool(fresh)
         self.appended = fresh
         self._emit("matches-appended")
+
+    async def _read_matches_after(
+        self, needle: str, session_id: str | None, last: MailboxSummary
+    ) -> list[MailboxSummary]:
+        return await self.source.read(
+            lambda reader: reader.list_mailboxes(
+                session_id=session_id,
+                limit=PAGE_CARDS,
+                after=(last.latest_message_at or "", last.id),
+                matching=needle,
+            )
+        )
 
     async def load_totals(self) -> None:
         if self._counting:

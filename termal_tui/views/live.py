@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import heapq
 import itertools
 import os
@@ -145,13 +146,16 @@ class _ManualHandle:
 
 
 class ManualClock:
-    """A clock that moves only when told: ``advance(seconds)`` runs every timer that falls
-    due, in order, each at its own time (timers set meanwhile run too if due)."""
+    """A clock that moves only when told: ``advance(seconds)`` jumps the time on, then
+    runs every timer that fell due, in the order they fell due (as the event loop does
+    after a suspended laptop wakes: late, at the time it is now)."""
 
     def __init__(self, start: datetime | None = None) -> None:
         self.start = start or datetime(2026, 1, 1, 12, 0, 0).astimezone()
         self.elapsed = 0.0
-        self._timers: list[tuple[float, int, _ManualHandle, Callable[[], None]]] = []
+        self._timers: list[
+            tuple[float, int, _ManualHandle, Callable[[], None], contextvars.Context]
+        ] = []
         self._order = itertools.count()
 
     def now(self) -> datetime:
@@ -163,22 +167,21 @@ class ManualClock:
     def call_later(self, seconds: float, callback: Callable[[], None]) -> Handle:
         handle = _ManualHandle()
         due = self.elapsed + max(0.0, seconds)
-        heapq.heappush(self._timers, (due, next(self._order), handle, callback))
+        # Run in the context it was set from, as the event loop's timers are.
+        context = contextvars.copy_context()
+        heapq.heappush(self._timers, (due, next(self._order), handle, callback, context))
         return handle
 
     def pending(self) -> list[float]:
         """When the timers still set fall due (for tests)."""
-        return sorted(due for due, _, handle, _ in self._timers if not handle.cancelled)
+        return sorted(due for due, _, handle, _, _ in self._timers if not handle.cancelled)
 
     def advance(self, seconds: float) -> None:
-        end = self.elapsed + max(0.0, seconds)
-        while self._timers and self._timers[0][0] <= end:
-            due, _, handle, callback = heapq.heappop(self._timers)
-            if handle.cancelled:
-                continue
-            self.elapsed = max(self.elapsed, due)
-            callback()
-        self.elapsed = end
+        self.elapsed += max(0.0, seconds)
+        while self._timers and self._timers[0][0] <= self.elapsed:
+            _, _, handle, callback, context = heapq.heappop(self._timers)
+            if not handle.cancelled:
+                context.run(callback)
 
 
 # ------------------------------------------------------------------ status
@@ -364,9 +367,15 @@ class LiveSource:
         if delay is not None:
             self._timer = self.clock.call_later(delay, self.request_check)
         self._start_watcher()
-        if self._tick is None and not (self.following and self.reader is not None):
+        self._schedule_tick()
+
+    def _schedule_tick(self) -> None:
+        """Not following (paused, a snapshot, nothing open): a tick every TICK_SECONDS
+        moves time on in the views (ages, the status line) without a read."""
+        quiet = not (self.following and self.reader is not None)
+        if self._tick is None and quiet and not self._closed:
             self._tick = self.clock.call_later(TICK_SECONDS, self._ticked)
-        elif self._tick is not None and self.following and self.reader is not None:
+        elif self._tick is not None and not quiet:
             self._tick.cancel()
             self._tick = None
 
@@ -375,8 +384,9 @@ class LiveSource:
         if self._closed:
             return
         self._emit("tick")
-        if not (self.following and self.reader is not None):
-            self._tick = self.clock.call_later(TICK_SECONDS, self._ticked)
+        # The next one counted from when this one was handled: a clock moved on by days
+        # at once (a suspended laptop, a test) gives one tick, not thousands.
+        asyncio.get_running_loop().call_soon(self._schedule_tick)
 
     def _start_watcher(self) -> None:
         want = self._want_watch and self.following and self._watcher is None

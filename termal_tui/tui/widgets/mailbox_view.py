@@ -249,6 +249,11 @@ class MailboxView(WorkerFailures, Vertical):
 
     # ------------------------------------------------------------ properties
 
+    @property
+    def reader(self) -> MailboxReader | None:
+        """The live source's reader now (None while no file is open)."""
+        return self.source.reader
+
     def clock(self) -> datetime:
         """Wall time: the live source's clock (a test drives it)."""
         return self.source.clock.now()
