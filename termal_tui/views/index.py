@@ -511,7 +511,7 @@ class IndexModel:
         if self.error and state not in ("stale", "missing"):
             state = "stale"
         if not self.loaded:
-            if state == "loading":
+            if state in ("loading", "live", "paused", "snapshot"):  # open, not read yet
                 return StatusLine("loading", "Loading mailboxes…", "")
             return StatusLine(state, "", reason)
         summaries = self.summaries
