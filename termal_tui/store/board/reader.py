@@ -32,12 +32,12 @@ from termal_tui.store.connection import (
     file_identity,
     inspect_database_file,
     is_busy,
-    read_only_uri,
     read_snapshot,
     run,
 )
-from termal_tui.store.errors import RetryableError, StorageError
+from termal_tui.store.errors import RetryableError, StorageError, StoreError
 from termal_tui.store.schema import verify_readable
+from termal_tui.store.sqlite import open_read_only
 
 T = TypeVar("T")
 _CORE_TABLES = frozenset({"coordination_board_scopes", "coordination_board_entries"})
@@ -185,17 +185,16 @@ TERMAL_STATE_FILENAME = "termal.sqlite"  # TermAl's own state, beside the coordi
 
 
 def _names_from(path: Path, read: Callable[[sqlite3.Connection], dict[str, str]]) -> dict[str, str]:
-    """``read`` over ``path`` opened read-only (an immutable open when the file is not in
-    use, so no sidecar is created); empty when there is no such file or it cannot be read."""
+    """``read`` over ``path`` through the store's one read-only opener (an immutable open
+    when the file is not in use, so no sidecar is created); empty when there is no such
+    file or it cannot be read."""
     if not path.is_file() or path.is_symlink():
         return {}
-    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
     try:
-        db = sqlite3.connect(read_only_uri(path, immutable=not in_use), uri=True)
-    except sqlite3.Error:
+        db = open_read_only(path)
+    except StoreError:
         return {}
     try:
-        db.execute("PRAGMA query_only = ON")
         return read(db)
     except sqlite3.Error:
         return {}
