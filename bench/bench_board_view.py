@@ -67,7 +67,7 @@ async def main():
     ready = time.perf_counter()
     app = make_app(sys.argv[1], poll_interval=0)
     async with app.run_test(size=(120, 40)) as pilot:
-        while app._reader is None:
+        while app.live.reader is None:
             await asyncio.sleep(0.001)
         await app.workers.wait_for_complete()
         app.screen._compositor.render_update(full=True)  # the index drawn
@@ -138,10 +138,11 @@ async def in_process(
             while not screen.filled:
                 await asyncio.sleep(0.0005)
             fills.append((time.perf_counter() - start) * 1000)
-            assert screen.reader is not None
+            board = app.live.board  # the live source's board reader (the screen's)
+            assert board is not None
             for _ in range(20):
                 start = time.perf_counter()
-                await screen.reader.generations()
+                await board.generations()
                 reads.append((time.perf_counter() - start) * 1000)
             for _ in range(20):
                 start = time.perf_counter()

@@ -24,9 +24,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from common import BIG_MAILBOX, big_mailbox_db, index_db
 
-from termal_tui.health import _UNREAD_BY_PARTICIPANT, health_report
+from termal_tui.health import health_report
 from termal_tui.models import CONTROL_TOPIC
 from termal_tui.store import open_reader
+from termal_tui.store.health_queries import _UNREAD_BY_PARTICIPANT
 from termal_tui.tui.screens.search import SCAN_STEP
 
 
@@ -39,7 +40,9 @@ async def health_ms(path: Path, repeat: int = 5) -> tuple[float, float, int]:
             report = await health_report(reader)
             ours.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
-            plain.execute(_UNREAD_BY_PARTICIPANT, {"ctl": CONTROL_TOPIC}).fetchall()
+            plain.execute(
+                _UNREAD_BY_PARTICIPANT.format(where=""), {"ctl": CONTROL_TOPIC}
+            ).fetchall()
             floor.append((time.perf_counter() - t0) * 1000)
     return statistics.median(ours), statistics.median(floor), len(report.findings)
 

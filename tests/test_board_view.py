@@ -2,7 +2,8 @@
 facts and pretty, sanitised values; tombstones on a toggle; a key's whole value and
 history on enter; live by the scope generations (an idle tick reads only them), paused
 while another screen is on top; hostile text shown as stand-ins; nothing on disk
-changes. Polling tests wait the timer out, never press r. Snapshots at 80x24, 120x40."""
+changes. Live tests drive the one live source's clock (tests/live_host.py) instead of
+waiting out a timer, and never press r to see a change. Snapshots at 80x24, 120x40."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ from termal_tui.store.writer import open_writer
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.screens.board import BoardKeyScreen, BoardScreen
 from tests.helpers import StepClock
-from tests.viewer_support import FIXED_NOW, app_for, screen_text, settle, wait_for
+from tests.live_host import Host
+from tests.viewer_support import FIXED_NOW, advance, app_for, screen_text, settle, wait_for
 
 P1 = "project-11111111-1111-4111-8111-111111111111"
 P2 = "project-22222222-2222-4222-8222-222222222222"
@@ -293,11 +295,9 @@ async def test_hostile_keys_authors_and_values_render_as_visible_stand_ins(board
             assert raw not in svg
 
 
-async def test_the_board_follows_writes_by_itself_and_idle_ticks_read_only_generations(
-    board_db, monkeypatch
-):
+def count_calls(monkeypatch, *names: str) -> Counter[str]:
     calls: Counter[str] = Counter()
-    for name in ("generations", "generation", "scopes", "entries", "history", "list", "get"):
+    for name in names:
         original = getattr(BoardReader, name)
 
         def counted(
@@ -307,95 +307,104 @@ async def test_the_board_follows_writes_by_itself_and_idle_ticks_read_only_gener
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(BoardReader, name, counted)
-    app = app_for(board_db, poll_interval=INTERVAL)
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_board(app, pilot)
-        await wait_for(lambda: calls["generations"] >= 1)
+    return calls
+
+
+READS = ("generations", "generation", "scopes", "entries", "history", "list", "get")
+
+
+async def hosted_board(host: Host, pilot: Any) -> BoardScreen:
+    screen = await host.show(pilot, BoardScreen(host.source))
+    assert isinstance(screen, BoardScreen)
+    await wait_for(lambda: screen.shown and screen.filled)
+    return screen
+
+
+def text_of(host: Host) -> str:
+    return screen_text(host.app)  # type: ignore[arg-type]
+
+
+async def test_the_board_follows_writes_through_the_live_source_and_idle_checks_read_nothing(
+    board_db, monkeypatch
+):
+    calls = count_calls(monkeypatch, *READS)
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await hosted_board(host, pilot)
+        assert "● Live 12:00:00 · 3 projects" in text_of(host)
         calls.clear()
-        await wait_for(lambda: calls["generations"] >= 3)  # three idle ticks
-        assert set(calls) == {"generations"}
-        assert "Live" in screen_text(app)
+        for _ in range(3):  # three checks that found nothing new: no board read at all
+            await host.advance(pilot, 8)
+        assert not calls
+        assert "● Live 12:00:24 · 3 projects" in text_of(host)  # the time moves on
         async with open_board_writer(board_db) as writer:
             await put(writer, P1, "fresh.key", {"hello": "world"}, 0, "backend")
-        await wait_for(lambda: "fresh.key" in [h.key for h in screen.shown])
+        await host.advance(pilot, 8)
+        assert "fresh.key" in [h.key for h in screen.shown]
         assert calls["entries"] == 1 and calls["scopes"] == 1
-        await wait_for(lambda: "termal-tui  gen 10 · 7 live" in screen_text(app))
+        assert "termal-tui  gen 10 · 7 live" in text_of(host)
         # Another project moved: the list is re-read, the shown keys are not.
         calls.clear()
         async with open_board_writer(board_db) as writer:
             await put(writer, P2, "docs.more", 1, 0, "docs")
-        await wait_for(lambda: "docs-site  gen 2 · 2 live" in screen_text(app))
+        await host.advance(pilot, 8)
+        assert "docs-site  gen 2 · 2 live" in text_of(host)
         assert calls["entries"] == 0
 
 
-async def test_idle_ticks_redraw_ages_without_reading_the_keys(board_db, monkeypatch):
-    from termal_tui.tui.app import make_app
-    from tests.viewer_support import without_animation
-
-    now = [FIXED_NOW]
-    app = without_animation(make_app(board_db, poll_interval=INTERVAL, clock=lambda: now[0]))
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_board(app, pilot)
-        assert "release.status  rev 3 · gen 3 · backend · stamp build-43 · 2 h" in screen_text(app)
-        calls: Counter[str] = Counter()
-        original = BoardReader.entries
-
-        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            calls["entries"] += 1
-            return original(self, *args, **kwargs)
-
-        monkeypatch.setattr(BoardReader, "entries", counted)
-        now[0] = FIXED_NOW + timedelta(hours=3)
-        await wait_for(lambda: "stamp build-43 · 5 h" in screen_text(app))
-        assert calls["entries"] == 0
-        assert screen.shown
+async def test_idle_checks_redraw_ages_without_reading_the_keys(board_db, monkeypatch):
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await hosted_board(host, pilot)
+        assert "release.status  rev 3 · gen 3 · backend · stamp build-43 · 2 h" in text_of(host)
+        calls = count_calls(monkeypatch, *READS)
+        await host.advance(pilot, 3 * 3600)
+        assert "stamp build-43 · 5 h" in text_of(host)
+        assert not calls and screen.shown
 
 
-async def test_ticks_pause_while_the_key_screen_is_on_top(board_db, monkeypatch):
-    calls: Counter[str] = Counter()
-    for name in ("generations", "generation"):
-        original = getattr(BoardReader, name)
-
-        def counted(
-            self: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any
-        ) -> Any:
-            calls[_name] += 1
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(BoardReader, name, counted)
-    app = app_for(board_db, poll_interval=INTERVAL)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_board(app, pilot)
+async def test_the_board_reads_nothing_while_the_key_screen_is_on_top(board_db, monkeypatch):
+    calls = count_calls(monkeypatch, "generations", "generation")
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await hosted_board(host, pilot)
         await pilot.press("enter")
-        await settle(app, pilot)
-        key_screen = app.screen
+        await settle(host.app, pilot)  # type: ignore[arg-type]
+        key_screen = host.app.screen
         assert isinstance(key_screen, BoardKeyScreen)
         calls.clear()
-        await wait_for(lambda: calls["generation"] >= 3)  # the key screen's own ticks
-        assert calls["generations"] == 0  # the board's timer is paused
         async with open_board_writer(board_db) as writer:
             await put(writer, P1, "api.schema.version", 8, 1, "backend")
-        await wait_for(lambda: key_screen.head is not None and key_screen.head.value == 8)
+        await host.advance(pilot, 8)
+        assert key_screen.head is not None and key_screen.head.value == 8
+        assert calls["generation"] == 1 and calls["generations"] == 0  # the board waits
         await pilot.press("escape")
-        await wait_for(lambda: calls["generations"] >= 2)  # resumed
+        await host.advance(pilot, 0)
+        assert calls["generations"] == 1  # shown again: it catches up at once
+        assert "rev 2 · gen 10 · backend" in text_of(host)
+        assert screen.generations is not None and screen.generations[P1] == 10
 
 
 async def test_a_failed_read_shows_stale_and_keeps_the_rows(board_db, monkeypatch):
     from termal_tui.store.errors import RetryableError
 
-    app = app_for(board_db, poll_interval=INTERVAL)
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_board(app, pilot)
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await hosted_board(host, pilot)
 
         async def busy(self: Any) -> Any:
             raise RetryableError("coordination board storage is temporarily busy")
 
         monkeypatch.setattr(BoardReader, "generations", busy)
-        # The reason has a line of its own: drawn with the layout that follows.
-        await wait_for(
-            lambda: "Stale" in screen_text(app) and "temporarily busy" in screen_text(app)
-        )
+        async with open_board_writer(board_db) as writer:
+            await put(writer, P1, "fresh.key", 1, 0, "backend")
+        await host.advance(pilot, 8)
+        # The reason has a line of its own, and the time of the last good read stays.
+        assert "● Stale 12:00:00" in text_of(host) and "temporarily busy" in text_of(host)
         assert screen.shown
+        monkeypatch.undo()
+        await host.advance(pilot, 8)
+        assert "● Live 12:00:16" in text_of(host) and "fresh.key" in text_of(host)
 
 
 async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(board_db, monkeypatch):
@@ -404,66 +413,55 @@ async def test_the_board_follows_its_file_when_it_is_moved_away_and_replaced(boa
     the key screen on top too."""
     from tests.test_viewer_monitor import move_away
 
-    app = app_for(board_db, poll_interval=INTERVAL)
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_board(app, pilot)
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await hosted_board(host, pilot)
         await pilot.press("enter")
-        await settle(app, pilot)
-        key_screen = app.screen
+        await settle(host.app, pilot)  # type: ignore[arg-type]
+        key_screen = host.app.screen
         assert isinstance(key_screen, BoardKeyScreen)
         gone_key = key_screen.key
         move_away(board_db)
-        await wait_for(lambda: "Stale" in screen_text(app) and "is gone" in screen_text(app))
+        await host.advance(pilot, 8)
+        assert "Stale" in text_of(host) and "is gone" in text_of(host)
         # A key written into the moved file is not shown as this path's.
         async with open_board_writer(f"{board_db}.old") as old:
             await put(old, P1, "ghost.key", "written to the old file", 0, "planner")
         async with open_board_writer(board_db) as writer:  # a new, empty file at the path
             await put(writer, P2, "fresh.key", 1, 0, "docs")
-        await wait_for(lambda: "this key is not on the board now" in screen_text(app))
+        await host.advance(pilot, 8)
+        assert "this key is not on the board now" in text_of(host)
         assert key_screen.key == gone_key and key_screen.head is None
-        ticks = [0]
-        original = BoardReader.generation
-
-        async def counted(self: Any, *args: Any) -> int:
-            ticks[0] += 1
-            return await original(self, *args)
-
-        monkeypatch.setattr(BoardReader, "generation", counted)
-        await wait_for(lambda: ticks[0] >= 3)  # ticks later it still says so, nothing old
-        await settle(app, pilot)
-        assert "this key is not on the board now" in screen_text(app)
+        for _ in range(3):  # checks later it still says so, nothing old
+            await host.advance(pilot, 8)
+        assert "this key is not on the board now" in text_of(host)
         value = str(key_screen.query_one("#key-value", Static).render())
         assert value == "" and key_screen.query_one("#history", DataTable).row_count == 0
         await pilot.press("escape")
-        await wait_for(lambda: [h.key for h in screen.shown] == ["fresh.key"])
-        await wait_for(lambda: "Live" in screen_text(app) and "1 project" in screen_text(app))
-        assert "ghost.key" not in screen_text(app)
+        await host.advance(pilot, 0)
+        assert [h.key for h in screen.shown] == ["fresh.key"]
+        assert "Live" in text_of(host) and "1 project" in text_of(host)
+        assert "ghost.key" not in text_of(host)
 
 
 async def test_the_key_screen_s_ages_move_on_while_nothing_changes(board_db):
-    from termal_tui.tui.app import make_app
-    from tests.viewer_support import without_animation
-
-    now = [FIXED_NOW]
-    app = without_animation(make_app(board_db, poll_interval=INTERVAL, clock=lambda: now[0]))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await open_board(app, pilot)
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        await hosted_board(host, pilot)
         await pilot.press("enter")
-        await settle(app, pilot)
-        assert isinstance(app.screen, BoardKeyScreen)
-        before = screen_text(app)
-        now[0] = FIXED_NOW + timedelta(hours=3)
-        await wait_for(lambda: screen_text(app) != before)
-        await settle(app, pilot)
-        table = app.screen.query_one("#history", DataTable)
+        await settle(host.app, pilot)  # type: ignore[arg-type]
+        key_screen = host.app.screen
+        assert isinstance(key_screen, BoardKeyScreen)
+        await host.advance(pilot, 3 * 3600)
+        table = key_screen.query_one("#history", DataTable)
         ages = [str(table.get_row_at(index)[4]) for index in range(table.row_count)]
         assert ages and all(age.endswith("h ago") for age in ages), ages
         # The column grows with its text (it kept its first width: "1 min ag").
-        now[0] = FIXED_NOW + timedelta(days=40)
-        await wait_for(lambda: str(table.get_row_at(0)[4]).endswith(" d ago"))
+        await host.advance(pilot, 40 * 86_400)
+        assert str(table.get_row_at(0)[4]).endswith(" d ago")
         widest = max(len(str(table.get_row_at(i)[4])) for i in range(table.row_count))
         assert table.ordered_columns[4].content_width >= widest
-        meta = str(app.screen.query_one("#key-meta", Static).render())
+        meta = str(key_screen.query_one("#key-meta", Static).render())
         assert re.search(r" · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", meta), meta  # with its zone
         assert not re.search(r"\dT\d\d:", meta)  # not the stored ISO text
 
@@ -471,9 +469,9 @@ async def test_the_key_screen_s_ages_move_on_while_nothing_changes(board_db):
 async def test_a_project_committed_between_two_reads_does_not_crash_the_board(
     board_db, monkeypatch
 ):
-    """A tick reads the generations, then the projects: one committed in between is
+    """A refresh reads the generations, then the projects: one committed in between is
     listed without a generation. It crashed the viewer (KeyError); now another project
-    is shown and the next tick has both."""
+    is shown and the next refresh has both."""
     original = BoardReader.generations
 
     async def before_the_newcomer(self: Any) -> dict[str, int]:
@@ -482,13 +480,15 @@ async def test_a_project_committed_between_two_reads_does_not_crash_the_board(
         return generations
 
     monkeypatch.setattr(BoardReader, "generations", before_the_newcomer)
-    app = app_for(board_db, poll_interval=INTERVAL)
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_board(app, pilot)
+    host = Host(board_db)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await hosted_board(host, pilot)
         assert screen.scope_id in (P2, P3)
         monkeypatch.undo()
-        await wait_for(lambda: screen.generations is not None and P1 in screen.generations)
-        assert app.is_running
+        await pilot.press("r")
+        await host.advance(pilot, 0)
+        assert screen.generations is not None and P1 in screen.generations
+        assert host.app.is_running
 
 
 async def test_an_empty_board_says_so(tmp_path):
@@ -520,16 +520,18 @@ async def test_a_session_changes_nothing_on_disk(board_db):
     try:
         before = _disk(board_db)
         assert set(before) == {"", "-wal", "-shm"}
-        app = app_for(board_db, poll_interval=INTERVAL)
+        app = app_for(board_db, poll_interval=8.0)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await open_board(app, pilot)
             await pilot.press("t")
             await pilot.press("enter")
             await settle(app, pilot)
-            await asyncio.sleep(3 * INTERVAL)
+            for _ in range(3):  # checks of the live source, the key screen on top
+                await advance(app, pilot, 8)
             await pilot.press("escape", "tab", "down")
             await wait_for(lambda: [h.key for h in screen.shown] == ["docs.toc"])
-            await asyncio.sleep(3 * INTERVAL)
+            for _ in range(3):  # and with the board shown
+                await advance(app, pilot, 8)
         assert _disk(board_db) == before
         names = {p.name for p in board_db.parent.iterdir()}
         assert not {n for n in names if n.startswith(("termal.sqlite-", "termal-tui-sessions"))} - {

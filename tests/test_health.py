@@ -11,6 +11,7 @@ from pathlib import Path
 from termal_tui.health import Thresholds, health_report
 from termal_tui.store import open_reader
 from tests.helpers import T0, send
+from tests.live_host import Host
 
 LATER = T0 + timedelta(days=1)
 
@@ -266,7 +267,7 @@ async def test_the_health_view_posts_typed_results_and_fails_into_one_stale_stat
             async def broken(*args, _error=error, **kwargs):
                 raise _error
 
-            monkeypatch.setattr(app.reader, "query", broken)
+            monkeypatch.setattr(screen.source.reader, "health_rows", broken)
             posted.clear()
             await pilot.press("r")
             await settle(app, pilot)
@@ -274,3 +275,162 @@ async def test_the_health_view_posts_typed_results_and_fails_into_one_stale_stat
             assert str(screen.query_one("#health-status").render()) == shown
             assert screen.query_one("#findings").option_count == found  # kept
             monkeypatch.undo()
+
+
+# --------------------------------------------- the screen on a driven live source
+
+
+def _status(screen) -> str:
+    return str(screen.query_one("#health-status").render())
+
+
+async def _health(host: Host, pilot):
+    from termal_tui.tui.screens.health import HealthScreen
+
+    return await host.show(pilot, HealthScreen(host.source))
+
+
+async def _stuck(path: Path, count: int, tag: str) -> None:
+    from tests.test_viewer_monitor import stuck_rows
+
+    await stuck_rows(path, count, tag=tag)
+
+
+async def test_the_health_screen_follows_the_live_source_and_pauses_while_covered(
+    tmp_path, monkeypatch
+):
+    from termal_tui.store.reader import MailboxReader
+    from tests.test_viewer_monitor import move_away
+
+    path = tmp_path / "coordination.sqlite"
+    await _stuck(path, 2, "a")
+    passes = [0]
+    original = MailboxReader.health_rows
+
+    async def counted(self, *args, **kwargs):
+        passes[0] += 1
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(MailboxReader, "health_rows", counted)
+    host = Host(path)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await _health(host, pilot)
+        assert "● Live 12:00:00 · 2 stuck unread rows" in _status(screen)
+        assert str(screen.query_one("#health-title").render()).startswith(
+            "Delivery health · stuck hand-offs, worst first · coordination.sqlite"
+        )
+        # Another process adds stuck rows: the next check shows them (no r).
+        await _stuck(path, 3, "b")
+        await host.advance(pilot, 8)
+        assert "● Live 12:00:08 · 5 stuck unread rows" in _status(screen)
+        # A poll that found nothing new still runs a pass (time alone makes rows stuck).
+        before = passes[0]
+        await host.advance(pilot, 8)
+        assert passes[0] == before + 1 and "● Live 12:00:16" in _status(screen)
+        # Covered by another screen: no pass; shown again: one at once.
+        from textual.screen import Screen
+
+        await host.app.push_screen(Screen())
+        before = passes[0]
+        await host.advance(pilot, 16)
+        assert passes[0] == before
+        host.app.pop_screen()
+        await host.advance(pilot, 0)
+        assert passes[0] == before + 1
+        # The file goes away: Stale with the reason and the last good time, rows kept.
+        listed = screen.query_one("#findings").option_count
+        move_away(path)
+        await host.advance(pilot, 8)
+        assert _status(screen).startswith("● Stale 12:00:32") and "gone" in _status(screen)
+        assert screen.query_one("#findings").option_count == listed
+        await host.advance(pilot, 60)  # time moves on: the Stale time does not
+        assert _status(screen).startswith("● Stale 12:00:32")
+
+
+async def test_a_slow_health_pass_spaces_out_the_next_ones_on_the_driven_clock(
+    tmp_path, monkeypatch
+):
+    from termal_tui.store.reader import MailboxReader
+
+    path = tmp_path / "coordination.sqlite"
+    await _stuck(path, 1, "a")
+    passes = [0]
+    original = MailboxReader.health_rows
+    host = Host(path, interval=1.0)
+
+    async def slow(self, *args, **kwargs):
+        passes[0] += 1
+        host.clock.elapsed += 2.0  # this pass "takes" two seconds
+        return await original(self, *args, **kwargs)
+
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await _health(host, pilot)
+        monkeypatch.setattr(MailboxReader, "health_rows", slow)
+        await host.advance(pilot, 1)
+        assert passes[0] == 1  # a fast pass before: this one runs at once
+        await host.advance(pilot, 1)
+        await host.advance(pilot, 1)
+        await host.advance(pilot, 30)  # 20 × 2 s after it ended: not yet
+        assert passes[0] == 1
+        await pilot.press("r")  # a person asking still gets one at once
+        await host.advance(pilot, 0)
+        assert passes[0] == 2
+        await host.advance(pilot, 41)
+        await host.advance(pilot, 1)
+        assert passes[0] == 3
+        assert "Live" in _status(screen)
+
+
+async def test_the_health_view_opened_while_the_file_is_missing_says_so(tmp_path):
+    """Issue 24: it said ``● Stale 07:24:14`` with a time that moved on at each
+    redraw, over an empty list; now it says the file is not there yet (no time), and
+    shows the findings the moment the file appears."""
+    path = tmp_path / "coordination.sqlite"
+    host = Host(path)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await _health(host, pilot)
+        first = _status(screen)
+        assert first.startswith("◌ Not there yet · coordination.sqlite does not exist (yet)")
+        assert "Stale" not in first and "12:0" not in first
+        await host.advance(pilot, 8)
+        await pilot.resize_terminal(100, 30)
+        await host.advance(pilot, 0)
+        assert _status(screen) == first
+        assert screen.query_one("#findings").option_count == 0
+        await _stuck(path, 2, "a")
+        await host.advance(pilot, 8)
+        assert "● Live 12:00:16 · 2 stuck unread rows" in _status(screen)
+        assert screen.query_one("#findings").option_count == 2
+
+
+def test_health_rows_with_wide_names_stay_two_lines_at_every_width():
+    """Issue 24: a health row with a wide (CJK) name ran to three lines; rows are laid
+    out by cell width now, at any width from 30 to 200 cells."""
+    from rich.cells import cell_len
+
+    from termal_tui.health import Finding
+    from termal_tui.tui.screens.health import finding_row
+
+    names = (
+        "計画担当エージェント ⇄ レビュー担当エージェント",
+        "planner ⇄ 🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀",
+    )
+    for participants in names:
+        for kind in ("receiver-gone", "never-woken", "lagging", "no-notifier"):
+            finding = Finding(
+                kind,
+                "m",
+                participants,
+                "s",
+                participants.split(" ⇄ ")[1],
+                12_345,
+                99_999,
+                "x",
+                7_200.0,
+                12_345,
+                3,
+            )
+            for width in range(30, 201):
+                lines = finding_row(finding, width).plain.split("\n")
+                assert len(lines) == 2, (width, lines)
+                assert all(cell_len(line) <= width for line in lines), (width, lines)

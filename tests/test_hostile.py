@@ -422,7 +422,9 @@ async def test_the_viewer_started_on_a_locked_file_is_stale_then_recovers(tmp_pa
     path = tmp_path / "d" / "coordination.sqlite"
     path.parent.mkdir()
     await _two_mailboxes(path)
-    monkeypatch.setattr(app_module, "RETRY_OPEN_SECONDS", 0.3)
+    from termal_tui.views.live import RETRY_SECONDS
+    from tests.viewer_support import advance
+
     monkeypatch.setattr(app_module, "READER_BUSY_TIMEOUT_MS", 20)
     lock = _locked(path)
     app = app_for(path)
@@ -431,11 +433,11 @@ async def test_the_viewer_started_on_a_locked_file_is_stale_then_recovers(tmp_pa
         def status() -> str:
             return str(app.query_one("#index-status").render())
 
-        await wait_for(lambda: "Stale" in status())
+        await wait_for(lambda: "Stale" in status())  # the open waits out a real lock
         assert "is busy" in status() and "retrying" in status()
         lock.rollback()
         lock.close()
-        await wait_for(lambda: len(app.summaries) == 2)  # the retry timer, not a key press
+        await advance(app, pilot, RETRY_SECONDS)  # the retry (paused, too), not a key
         await settle(app, pilot)
         assert len(app.summaries) == 2
         assert "Paused" in str(app.query_one("#index-status").render())

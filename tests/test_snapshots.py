@@ -132,7 +132,7 @@ class TestSnapshots:
     def test_stale_tab_says_why_in_full(self, snap_compare, tmp_path, size):
         from pathlib import Path
 
-        from tests.viewer_support import wait_for
+        from tests.viewer_support import advance_until
 
         path = demo_copy(tmp_path / "stale")
 
@@ -143,7 +143,7 @@ class TestSnapshots:
                 if source.exists():
                     source.rename(Path(f"{path}.old{suffix}"))
             view = pilot.app.active_view()
-            await wait_for(lambda: not view.live)
+            await advance_until(pilot.app, pilot, lambda: not view.live, 0.2)
             await _settle(pilot)
 
         app = app_for(path, poll_interval=0.2)

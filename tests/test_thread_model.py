@@ -6,7 +6,7 @@ import pytest
 
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
 from termal_tui.presentation import first_sentence, row_title
-from termal_tui.thread import Gap, StartMarker, ThreadModel, item_key
+from termal_tui.views.thread import Gap, StartMarker, ThreadModel, item_key
 
 
 def message(

@@ -343,7 +343,8 @@ asyncio.run(main(sys.argv[1]))
 async def test_viewer_changes_no_cursor_while_another_process_appends(fresh_demo):
     before_cursors = cursors(fresh_demo)
     proc = subprocess.Popen([sys.executable, "-c", WRITER_LOOP, str(fresh_demo)])
-    app = app_for(fresh_demo, poll_interval=0.05)  # its own polls read while the other writes
+    # End to end, on real time: the file watcher and the poll read while the other writes.
+    app = app_for(fresh_demo, poll_interval=0.05, live_clock=None, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(lambda: app.summaries)
         await settle(app, pilot)  # the cards have the keys (a focus moves tabs)
@@ -409,7 +410,7 @@ def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
 LAZY = (
     "termal_tui.health",
     "termal_tui.export",
-    "termal_tui.thread",
+    "termal_tui.views.thread",
     "termal_tui.tui.commands",
     "termal_tui.tui.widgets.mailbox_view",
     "termal_tui.tui.screens.help",

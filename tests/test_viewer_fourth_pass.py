@@ -12,7 +12,6 @@ from textual import events
 from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
 from termal_tui.store import open_writer
-from termal_tui.thread import StartMarker
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.render import card
 from termal_tui.tui.screens.body import BodyScreen
@@ -20,7 +19,9 @@ from termal_tui.tui.screens.help import HelpScreen
 from termal_tui.tui.screens.search import SearchScreen
 from termal_tui.tui.widgets.mailbox_view import MailboxView, clipboard_note
 from termal_tui.viewer_config import load_config
+from termal_tui.views.thread import StartMarker
 from tests.viewer_support import (
+    advance,
     app_for,
     mailbox_between,
     screen_lines,
@@ -465,7 +466,8 @@ async def test_n_shows_the_new_rows_with_the_top_row_whole(tmp_path):
                     idempotency_key=f"new-{n}",
                 )
         view.refresh_thread(force=True)
-        await wait_for(lambda: view.model.pending)
+        await settle(app, pilot)
+        assert view.model.pending
         await pilot.press("n")
         await settle(app, pilot)
         await pilot.pause()
@@ -640,15 +642,18 @@ async def test_attention_rings_only_while_away_and_the_title_carries_the_counts(
                 )
 
         await arrive("While you look.")
-        # The poll that sees it retitles the terminal with the new count.
-        await wait_for(lambda: any(w.startswith("\x1b]2;termal-tui · ") for w in written))
+        # The check that sees it retitles the terminal with the new count.
+        await advance(app, pilot, 0.2)
+        assert any(w.startswith("\x1b]2;termal-tui · ") for w in written)
         assert any("43 unread" in w for w in written if w.startswith("\x1b]2;")), written
-        await asyncio.sleep(0.6)  # polls happen; the app has focus: no signal
+        for _ in range(3):  # checks happen; the app has focus: no signal
+            await advance(app, pilot, 0.2)
         assert not any(w == "\a" or "\x1b]777;" in w for w in written)
         app.post_message(events.AppBlur())
         await pilot.pause()
         await arrive("While you are away.")
-        await wait_for(lambda: any("\x1b]777;notify;termal-tui;" in w for w in written))
+        await advance(app, pilot, 0.2)
+        assert any("\x1b]777;notify;termal-tui;" in w for w in written)
         signal = next(w for w in written if "\x1b]777;" in w)
         assert signal.startswith("\a") and "new message" in signal
         assert signal.count("\x1b") == 2  # the agent's name brought no escape of its own

@@ -1,6 +1,7 @@
-"""The viewer as a live monitor: tabs and the index poll by themselves (and only while
-shown), deep jumps, bounded refreshes, cheap idle polls, per-context footers, dim
-processed rows, 80x24. Polling tests wait the timer out (``wait_for``), never press r."""
+"""The viewer as a live monitor: tabs and the index follow the file by themselves (a tab
+only while shown), deep jumps, bounded refreshes, cheap idle checks, per-context
+footers, dim processed rows, 80x24. Live tests drive the live source's clock
+(``advance``), never press r and never wait for a timer."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.tui.widgets.thread_list import ThreadList
 from tests.viewer_support import (
+    advance,
+    advance_until,
     app_for,
     demo_copy,
     mailbox_between,
     screen_lines,
     screen_text,
     settle,
-    wait_for,
 )
 
 INTERVAL = 0.2
@@ -37,6 +39,11 @@ def demo(tmp_path) -> Path:
 
 def live_app(path: Path, **kwargs: object) -> MailboxApp:
     return app_for(path, poll_interval=INTERVAL, **kwargs)
+
+
+async def until(app: MailboxApp, pilot: object, predicate) -> None:
+    """The live source's next checks (its clock driven), until ``predicate`` holds."""
+    await advance_until(app, pilot, predicate, INTERVAL)
 
 
 async def append(path: Path, body: str, sender: str = "session-2", target: str = "session-1"):
@@ -84,7 +91,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         assert view is not None and view.mailbox_id == target
         assert view.messages[0].sequence == 140
         await append(demo, "arrives while watching")
-        await wait_for(lambda: view.messages[0].sequence == 141)  # the timer's tick
+        await until(app, pilot, lambda: view.messages[0].sequence == 141)  # the next check
         await settle(app, pilot)
         assert view.messages[0].sequence == 141  # at the top: shown at once
         assert view.query_one(ThreadHeader).state == "live"
@@ -97,7 +104,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
             ]
             cursor = summary.participant("session-2").processed_through
             await writer.acknowledge("session-2", target, cursor, receipt.sequence)
-        await wait_for(lambda: view.messages[0].sequence == 142)
+        await until(app, pilot, lambda: view.messages[0].sequence == 142)
         await settle(app, pilot)
         assert view.messages[0].sequence == 142 and not view.pending
         assert view.thread.highlighted == 0
@@ -105,7 +112,7 @@ async def test_an_open_tab_shows_new_rows_by_itself(demo, opened):
         view.thread.highlighted = 6
         await pilot.pause()
         await append(demo, "second while reading")
-        await wait_for(lambda: view.pending)
+        await until(app, pilot, lambda: view.pending)
         await settle(app, pilot)
         assert [m.sequence for m in view.pending] == [143] and view.thread.highlighted == 6
         assert "▲ 1 new message above — press n to show" in screen_text(app)
@@ -122,13 +129,15 @@ async def test_an_expanded_top_row_keeps_the_highlight_when_new_rows_arrive(demo
         await pilot.press("enter")  # expanded
         await settle(app, pilot)
         await append(demo, "arrives while reading the top row")
-        await wait_for(lambda: view.pending)
+        await until(app, pilot, lambda: view.pending)
         await settle(app, pilot)
         assert view.highlighted_message() == top and view.thread.highlighted == 0
         assert "new message above" in screen_text(app)
         await pilot.press("enter")  # collapsed: watching the top again
         await append(demo, "and one more")
-        await wait_for(lambda: not view.pending and view.messages[0].sequence == top.sequence + 2)
+        await until(
+            app, pilot, lambda: not view.pending and view.messages[0].sequence == top.sequence + 2
+        )
 
 
 async def test_the_index_polls_by_itself(demo):
@@ -137,19 +146,29 @@ async def test_the_index_polls_by_itself(demo):
         await settle(app, pilot)
         assert len(app.summaries) == 6
         await append(demo, "a new pair", sender="session-3", target="session-6")
-        await wait_for(lambda: len(app.summaries) == 7)
+        await until(app, pilot, lambda: len(app.summaries) == 7)
         await settle(app, pilot)
         assert len(app.summaries) == 7
         assert app.summaries[0].latest_message_preview == "a new pair"
 
 
-async def test_an_idle_poll_reads_only_the_change_token(demo, monkeypatch):
+async def test_an_idle_check_reads_only_the_data_version(demo, monkeypatch):
+    """Idle, the one live source asks SQLite whether anything was committed (PRAGMA
+    data_version) and nothing else is read: no change token, no page. A commit to the
+    open tab's mailbox reads its head once and re-renders only what moved."""
     app = live_app(demo)
     async with app.run_test(size=(120, 40)) as pilot:
         view = await open_tab(app, pilot, "planner", "backend")
         assert view is not None
         calls: list[str] = []
-        for name in ("change_token", "get_head", "read_range", "list_mailboxes", "get_mailbox"):
+        for name in (
+            "data_version",
+            "change_token",
+            "get_head",
+            "read_range",
+            "list_mailboxes",
+            "get_mailbox",
+        ):
             original = getattr(app.reader, name)
 
             def spy(*args, _name=name, _original=original, **kwargs):
@@ -164,19 +183,19 @@ async def test_an_idle_poll_reads_only_the_change_token(demo, monkeypatch):
             "replace_rows",
             lambda self, prompts: (replaced.append(set(prompts)), original_replace(self, prompts)),
         )
-        await wait_for(lambda: calls.count("change_token") >= 3)
-        await settle(app, pilot)
-        # three idle ticks: the change token only (no count, no rows, no summary; the
-        # hidden index asks only whether anything was committed)
-        assert set(calls) == {"change_token"}
+        for _ in range(3):
+            await advance(app, pilot, INTERVAL)
+        # three idle checks: the data version only (no token, no count, no rows, no
+        # summary, for the tab or the hidden index)
+        assert calls == ["data_version"] * 3
         async with open_writer(demo) as writer:  # backend processes two more rows
             await writer.acknowledge("session-2", view.mailbox_id, 96, 98)
-        await wait_for(lambda: "get_head" in calls)
-        ticks = calls.count("change_token")
-        await wait_for(lambda: calls.count("change_token") >= ticks + 2)  # and idle again
-        await settle(app, pilot)
-        # One head for the tab; the hidden index read its page once, for the title.
-        assert calls.count("get_head") == 1 and calls.count("list_mailboxes") <= 1
+        await advance(app, pilot, INTERVAL)
+        assert "get_head" in calls
+        calls.clear()
+        for _ in range(2):  # and idle again
+            await advance(app, pilot, INTERVAL)
+        assert calls == ["data_version"] * 2
         changed = set().union(*replaced)
         ids = {m.sequence: m.id for m in view.messages}
         assert {ids[97]} <= changed  # planner → backend #97 flipped to processed
@@ -203,12 +222,11 @@ async def test_refresh_with_nothing_loaded_reads_the_first_page_again(demo, monk
         app.open_mailbox(mailbox_between(app, "planner", "backend"))
         await settle(app, pilot)
         view = app.active_view()
-        await wait_for(lambda: len(attempts) >= 3)  # polls while still failing
-        await settle(app, pilot)
+        await until(app, pilot, lambda: len(attempts) >= 3)  # tried again while failing
         assert view is not None and view.summary is None  # stays empty and Stale
         assert view.query_one(ThreadHeader).state == "stale"
         locked["now"] = False
-        await wait_for(lambda: view.summary is not None)  # the next tick, no key
+        await until(app, pilot, lambda: view.summary is not None)  # the next check, no key
         await settle(app, pilot)
         assert len(view.messages) == 50  # the first page, not every row after #0
         assert view.query_one(ThreadHeader).state == "live"
@@ -230,10 +248,8 @@ async def test_a_refresh_brings_at_most_a_bounded_number_of_rows(demo):
                     body=f"burst {n}",
                     idempotency_key=f"burst-{n}",
                 )
-        # Ticks may fall inside the burst: wait until the cap is reached, by time. A tick
-        # can reach exactly 1,000 while the burst is still being written; the next tick
-        # (the view is full, so it reads only the head) then says there are more.
-        await wait_for(lambda: len(view.pending) >= 1_000 and view.model.pending_more)
+        # One check reads at most 1,000 rows and says there are more.
+        await until(app, pilot, lambda: len(view.pending) >= 1_000 and view.model.pending_more)
         await settle(app, pilot)
         assert len(view.pending) == 1_000 and view.model.pending_more
         assert "1,000+ new messages above" in screen_text(app)
@@ -473,26 +489,22 @@ async def test_with_mailbox_the_first_page_is_read_before_any_count(demo, monkey
 # ------------------------------------------------------- timers follow visibility
 
 
-async def test_hidden_tabs_do_not_tick_and_a_hidden_index_reads_no_page(demo, monkeypatch):
-    """Each tab pauses its own timer when hidden and resumes it when shown; coming back
-    to a tab refreshes it at once. The index keeps polling (the terminal's title and the
-    attention signals follow every mailbox), and an idle poll reads no page."""
-    ticks: list[str] = []
-    view_poll, index_poll = MailboxView.poll, MailboxIndex.poll
+async def test_hidden_tabs_read_nothing_and_a_hidden_index_reads_no_idle_page(demo, monkeypatch):
+    """A hidden tab reads nothing, even on a commit (it remembers it); coming back to
+    it reads what moved at once. The index keeps following commits behind a tab (the
+    terminal's title and the attention signals follow every mailbox), and an idle check
+    reads no page."""
+    polls: list[str] = []
+    view_poll = MailboxView.poll
 
     def view_tick(self: MailboxView) -> None:
-        ticks.append(self.mailbox_id)
+        polls.append(self.mailbox_id)
         view_poll(self)
 
-    def index_tick(self: MailboxIndex) -> None:
-        ticks.append("index")
-        index_poll(self)
-
     monkeypatch.setattr(MailboxView, "poll", view_tick)
-    monkeypatch.setattr(MailboxIndex, "poll", index_tick)
     app = live_app(demo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(lambda: "index" in ticks)  # the index ticks while it is shown
+        await settle(app, pilot)
         first = await open_tab(app, pilot, "planner", "backend")
         second = await open_tab(app, pilot, "planner", "docs")
         pages: list[int] = []
@@ -503,17 +515,18 @@ async def test_hidden_tabs_do_not_tick_and_a_hidden_index_reads_no_page(demo, mo
             return await original(*args, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr(app.reader, "list_mailboxes", counting)
-        ticks.clear()
-        await wait_for(lambda: ticks.count(second.mailbox_id) >= 3)
-        assert first.mailbox_id not in ticks and "index" in ticks
-        assert not pages  # nothing was committed: the index read no page
+        polls.clear()
+        for _ in range(3):
+            await advance(app, pilot, INTERVAL)
+        assert not polls and not pages  # nothing committed: nobody read anything
+        await append(demo, "while the first tab is hidden")
+        await advance(app, pilot, INTERVAL)
+        assert polls == [second.mailbox_id]  # the shown tab only
+        assert pages == [1]  # the hidden index follows the commit (the title)
         app.query_one(TabbedContent).active = first.parent.id  # back to the first tab
-        await wait_for(lambda: first.mailbox_id in ticks)  # refreshed at once
         await settle(app, pilot)
-        assert first.live
-        ticks.clear()
-        await wait_for(lambda: ticks.count(first.mailbox_id) >= 2)
-        assert second.mailbox_id not in ticks
+        assert polls == [second.mailbox_id, first.mailbox_id]  # refreshed at once
+        assert first.live and first.messages[0].body == "while the first tab is hidden"
 
 
 async def test_a_tab_activated_before_its_view_is_built_still_gets_the_keys(demo, monkeypatch):
@@ -525,7 +538,7 @@ async def test_a_tab_activated_before_its_view_is_built_still_gets_the_keys(demo
         pane = view.parent.id
         app.action_show_index()
         await settle(app, pilot)
-        unbuilt = MailboxView(view.mailbox_id, app.reader, clock=view.clock)
+        unbuilt = MailboxView(view.mailbox_id, app.live)
         monkeypatch.setattr(app, "active_view", lambda: unbuilt)
         app.query_one(TabbedContent).active = pane
         await settle(app, pilot)

@@ -1,6 +1,7 @@
 """The viewer left open all day: a replaced or vanished database file, the health view
 live like a tab, hidden control-plane rows marked where they stand, big indexes drawn
-a screenful first. Polling tests wait the timer out (``wait_for``), never press r."""
+a screenful first. Live tests drive the live source's clock (``advance``), never press r
+and never wait for a timer."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
 from tests.viewer_support import (
+    advance_until,
     app_for,
     demo_copy,
     mailbox_between,
@@ -36,6 +38,11 @@ def demo(tmp_path) -> Path:
 
 def live_app(path: Path, **kwargs: object) -> MailboxApp:
     return app_for(path, poll_interval=INTERVAL, **kwargs)
+
+
+async def until(app: MailboxApp, pilot: object, predicate, steps: int = 10) -> None:
+    """The live source's next checks (its clock driven), until ``predicate`` holds."""
+    await advance_until(app, pilot, predicate, INTERVAL, steps)
 
 
 def index_status(app: MailboxApp) -> str:
@@ -109,12 +116,18 @@ async def test_a_replaced_database_is_noticed_and_the_new_file_opened(demo):
         assert len(app.summaries) > 1
         move_away(demo)
         # Deleted: Stale with the reason, until it comes back.
-        await wait_for(lambda: "Stale" in index_status(app) and "gone" in index_status(app))
-        await new_file(demo, "Restored from a backup.")
-        await wait_for(
-            lambda: [s.latest_message_preview for s in app.summaries] == ["Restored from a backup."]
+        await until(
+            app, pilot, lambda: "Stale" in index_status(app) and "gone" in index_status(app)
         )
-        await wait_for(lambda: "Live" in index_status(app))
+        await new_file(demo, "Restored from a backup.")
+        await until(
+            app,
+            pilot,
+            lambda: (
+                [s.latest_message_preview for s in app.summaries] == ["Restored from a backup."]
+            ),
+        )
+        assert "Live" in index_status(app)
         assert "1 mailbox" in index_status(app)
 
 
@@ -127,13 +140,13 @@ async def test_an_open_tab_goes_stale_when_the_file_goes_and_reads_the_new_one(d
         view = app.active_view()
         assert view is not None
         header = view.query_one(ThreadHeader)
-        await wait_for(lambda: header.state == "live")
+        await until(app, pilot, lambda: header.state == "live")
         move_away(demo)
-        await wait_for(lambda: header.state == "stale" and "gone" in header.error, 10)
+        await until(app, pilot, lambda: header.state == "stale" and "gone" in header.error)
         await new_file(demo, "Restored.")
         # The old tab's mailbox is not in the new file: it says so, no old rows.
-        await wait_for(
-            lambda: header.state == "stale" and "no longer available" in header.error, 10
+        await until(
+            app, pilot, lambda: header.state == "stale" and "no longer available" in header.error
         )
         assert not view.messages
         assert os.path.exists(demo)
@@ -145,7 +158,7 @@ async def test_an_open_tab_goes_stale_when_the_file_goes_and_reads_the_new_one(d
 async def test_a_big_index_draws_a_page_of_cards_and_the_next_as_it_scrolls(tmp_path):
     from textual.widgets import OptionList
 
-    from termal_tui.tui.widgets.index import PAGE_CARDS
+    from termal_tui.views.index import PAGE_CARDS
 
     path = await many_mailboxes(tmp_path / "coordination.sqlite", 2 * PAGE_CARDS + 30)
     app = app_for(path)
@@ -158,12 +171,14 @@ async def test_a_big_index_draws_a_page_of_cards_and_the_next_as_it_scrolls(tmp_
             app.summaries[0].id == f"mailbox-{2 * PAGE_CARDS + 29:08d}-0000-4000-8000-000000000000"
         )
         # The counts cover every mailbox, not only the cards built.
-        await wait_for(lambda: f"{2 * PAGE_CARDS + 30} mailboxes" in index_status(app))
+        assert f"{2 * PAGE_CARDS + 30} mailboxes" in index_status(app)
         assert f"{2 * (2 * PAGE_CARDS + 30)} unread" in index_status(app)
         cards.scroll_end(animate=False)  # the wheel or the scrollbar, not the highlight
-        await wait_for(lambda: cards.option_count == 2 * PAGE_CARDS)
+        await settle(app, pilot)
+        assert cards.option_count == 2 * PAGE_CARDS
         await pilot.press("end")
-        await wait_for(lambda: cards.option_count == 2 * PAGE_CARDS + 30)
+        await settle(app, pilot)
+        assert cards.option_count == 2 * PAGE_CARDS + 30
         ids = [s.id for s in app.summaries]
         assert len(set(ids)) == len(ids) == 2 * PAGE_CARDS + 30
         assert not app.screen_stack[0].query_one(MailboxIndex).more
@@ -209,7 +224,8 @@ async def test_the_health_view_counts_each_unread_row_once(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         await pilot.press("h")
-        await wait_for(lambda: "stuck" in health_status(app))
+        await settle(app, pilot)
+        assert "stuck" in health_status(app)
         assert "3 stuck unread rows in 1 of 1 mailbox " in health_status(app)
 
 
@@ -220,23 +236,28 @@ async def test_the_health_view_is_live_with_its_time_and_state_and_no_tab_keys(t
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         await pilot.press("h")
-        await wait_for(lambda: "2 stuck unread rows" in health_status(app))
+        await settle(app, pilot)
+        assert "2 stuck unread rows" in health_status(app)
         assert "● Live 12:00:00" in health_status(app)
         footer = {b.binding.description for b in app.active_bindings.values() if b.enabled}
         assert "Tabs" not in footer and "Index" not in footer
         # Another process adds stuck rows: the view shows them by itself (no r).
         await stuck_rows(path, 3, tag="b")
-        await wait_for(lambda: "5 stuck unread rows" in health_status(app))
-        # Covered by help, it does not tick; uncovered, it checks at once.
+        await until(app, pilot, lambda: "5 stuck unread rows" in health_status(app))
+        # Covered by help, no pass; uncovered, one at once (counted on a driven clock
+        # in test_health.py::test_the_health_screen_follows_the_live_source_…).
         screen = app.screen
         await pilot.press("question_mark")
         await pilot.pause()
-        assert screen._timer is not None and screen._timer._active.is_set() is False
+        assert screen._covered
         await pilot.press("escape")
-        await wait_for(lambda: screen._timer._active.is_set())
+        await settle(app, pilot)
+        assert not screen._covered
         # The file goes away: Stale with the reason, listed findings kept.
         move_away(path)
-        await wait_for(lambda: "Stale" in health_status(app) and "gone" in health_status(app))
+        await until(
+            app, pilot, lambda: "Stale" in health_status(app) and "gone" in health_status(app)
+        )
 
 
 def test_every_finding_kind_has_a_label_in_the_health_view():
@@ -312,7 +333,7 @@ async def test_hidden_control_plane_rows_are_marked_where_they_stand(tmp_path):
         assert text.index("hidden (#2)") < text.index("Visible row 1.")
         # One latest number: the header says what the index and the palette say.
         header = view.query_one(ThreadHeader)
-        from termal_tui.thread import latest_shown
+        from termal_tui.views.thread import latest_shown
 
         assert header.latest == latest_shown(summary)
         # v shows the review result itself (next to the highlighted row, #4 above #3).
@@ -390,7 +411,8 @@ async def test_a_review_result_arriving_above_the_newest_row_is_marked_live(tmp_
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         app.open_mailbox(app.summaries[0].id)
-        await wait_for(lambda: "hidden (#4)" in screen_text(app))
+        await settle(app, pilot)
+        assert "hidden (#4)" in screen_text(app)
         async with open_writer(path) as writer:
             await writer.append_review_result(
                 delegation_id="delegation-1",
@@ -401,4 +423,4 @@ async def test_a_review_result_arriving_above_the_newest_row_is_marked_live(tmp_
                 coordinator_name="parent",
                 result=REVIEW,
             )
-        await wait_for(lambda: "2 control-plane rows hidden (#4–#5)" in screen_text(app))
+        await until(app, pilot, lambda: "2 control-plane rows hidden (#4–#5)" in screen_text(app))

@@ -1,11 +1,11 @@
 """The monitor left open: cards say who is behind, ages move on while nothing else does,
 an idle poll reads no page, and the index filter looks at every mailbox, not only the
-loaded pages. Timed behaviour is waited out (``wait_for``), never forced with r."""
+loaded pages. Time is the live source's driven clock (``advance``): nothing waits for a
+timer, and nothing is forced with r."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,13 +17,15 @@ from termal_tui.presentation import behind_words
 from termal_tui.store.reader import open_reader
 from termal_tui.tui.app import MailboxApp, make_app
 from termal_tui.tui.render import card, short_id
-from termal_tui.tui.widgets import index as index_module
-from termal_tui.tui.widgets import mailbox_view as view_module
-from termal_tui.tui.widgets.index import PAGE_CARDS, MailboxIndex
+from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
+from termal_tui.views.index import FILTER_PAUSE, PAGE_CARDS
+from termal_tui.views.live import ManualClock
 from termal_tui.vocabulary import Ages
 from tests.viewer_support import (
     FIXED_NOW,
+    advance,
+    advance_until,
     mailbox_between,
     many_mailboxes,
     press,
@@ -38,18 +40,33 @@ from tests.viewer_support import (
 pytestmark = pytest.mark.usefixtures("xdg")
 
 
-class Clock:
-    """A clock the test moves on (the app's ages are relative to it)."""
+class Clock(ManualClock):
+    """The live source's clock, moved on by the test (``advance``): the app's ages and
+    every refresh follow it."""
 
     def __init__(self, now: datetime = FIXED_NOW) -> None:
-        self.now = now
+        super().__init__(now)
 
     def __call__(self) -> datetime:
-        return self.now
+        return self.now()
 
 
-def clocked_app(path: Path, clock: Clock, interval: float = 0.0) -> MailboxApp:
-    return without_animation(make_app(path, clock=clock, poll_interval=interval))
+def clocked_app(path: Path, clock: Clock, interval: float = 0.0, **kwargs: object) -> MailboxApp:
+    return without_animation(
+        make_app(
+            path,
+            clock=clock,
+            poll_interval=interval,
+            live_clock=clock,
+            watch=False,
+            **kwargs,  # type: ignore[arg-type]
+        )
+    )
+
+
+async def until(app: MailboxApp, pilot: object, predicate, step: float = 0.3) -> None:
+    """The clock moved on in steps (polls, the filter's pause) until ``predicate``."""
+    await advance_until(app, pilot, predicate, step)
 
 
 async def opened(app: MailboxApp, pilot: object, *names: str) -> None:
@@ -158,11 +175,11 @@ async def test_a_session_s_view_marks_only_its_own_stuck_rows(demo):
             side = own if finding.session_id == "session-1" else others
             side.setdefault(finding.mailbox_id, FINDING_WORDS[finding.kind])
     assert set(others) - set(own)  # the demo has mailboxes stuck on the other side only
-    app = without_animation(make_app(demo, session_id="session-1", clock=Clock()))
+    app = clocked_app(demo, Clock(), session_id="session-1")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         index = index_of(app)
-        await wait_for(lambda: index.problems)
+        assert index.problems
         shown = {s.id for s in index.summaries}
         assert index.problems == {key: word for key, word in own.items() if key in shown}
 
@@ -204,16 +221,14 @@ def test_ages_name_only_the_rows_whose_words_changed():
 
 
 async def test_card_and_row_ages_move_on_while_nothing_changes(demo, monkeypatch):
-    monkeypatch.setattr(index_module, "AGE_EVERY", 0.1)
-    monkeypatch.setattr(view_module, "AGE_EVERY", 0.1)
     clock = Clock()
     app = clocked_app(demo, clock)  # polling off: nothing is read again
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         thread = mailbox_between(app, "planner", "backend")
         assert "#140 · 1 h ago" in card_text(app, thread)
-        clock.now += timedelta(hours=3)
-        await wait_for(lambda: "#140 · 4 h ago" in card_text(app, thread))
+        clock.advance(3 * 3600)
+        await until(app, pilot, lambda: "#140 · 4 h ago" in card_text(app, thread))
         app.open_mailbox(thread)
         await settle(app, pilot)
         view = app.query_one(MailboxView)
@@ -228,8 +243,8 @@ async def test_card_and_row_ages_move_on_while_nothing_changes(demo, monkeypatch
             return await original(*args, **kwargs)  # type: ignore[arg-type]
 
         view.reader.read_page = counting  # type: ignore[method-assign]
-        clock.now += timedelta(days=2)
-        await wait_for(lambda: "2 d ago" in str(view.thread.get_option_at_index(0).prompt))
+        clock.advance(2 * 86_400)
+        await until(app, pilot, lambda: "2 d ago" in str(view.thread.get_option_at_index(0).prompt))
         assert "2 d ago" in screen_text(app)
         assert reads == 0  # the ages moved on without a read
 
@@ -243,28 +258,29 @@ async def test_an_idle_index_poll_reads_no_page_and_a_commit_is_seen(demo):
         await settle(app, pilot)
         index = index_of(app)
         pages = 0
-        original = index.reader.list_mailboxes  # type: ignore[union-attr]
+        reader = app.reader
+        original = reader.list_mailboxes
 
         async def counting(*args: object, **kwargs: object):
             nonlocal pages
             pages += 1
             return await original(*args, **kwargs)  # type: ignore[arg-type]
 
-        index.reader.list_mailboxes = counting  # type: ignore[method-assign,union-attr]
+        reader.list_mailboxes = counting  # type: ignore[method-assign]
         versions = 0
-        original_version = index.reader.data_version  # type: ignore[union-attr]
+        original_version = reader.data_version
 
         async def counting_version() -> int:
             nonlocal versions
             versions += 1
             return await original_version()
 
-        index.reader.data_version = counting_version  # type: ignore[method-assign,union-attr]
-        await wait_for(lambda: versions >= 4)  # four polls, waited out
-        assert pages == 0
+        reader.data_version = counting_version  # type: ignore[method-assign]
+        await until(app, pilot, lambda: versions >= 4, step=0.1)  # four polls
+        assert versions == 4 and pages == 0
         await send(demo, "Step 141 is in.", "watch-141")
         thread = mailbox_between(app, "planner", "backend")
-        await wait_for(lambda: "backend 22 · planner 11 unread" in card_text(app, thread))
+        await until(app, pilot, lambda: "backend 22 · planner 11 unread" in card_text(app, thread))
         assert pages >= 1
         assert "43 unread" in str(index.query_one("#index-status", Static).render())
 
@@ -325,15 +341,11 @@ async def test_the_index_filter_finds_a_mailbox_beyond_the_loaded_pages(tmp_path
         for key in "agent-0":
             await pilot.press(key if key != "-" else "minus")
         oldest = "mailbox-00000000-0000-4000-8000-000000000000"
-        await wait_for(
-            lambda: cards.option_count >= 1 and cards.get_option_at_index(-1).id == oldest
-        )
+        await advance(app, pilot, FILTER_PAUSE)  # the store is asked after a pause
+        assert cards.option_count >= 1 and cards.get_option_at_index(-1).id == oldest
         # agent-0 is in mailbox 0 only (agent-00… would be another name).
-        await wait_for(
-            lambda: (
-                "1 of 230 mailboxes match “agent-0”"
-                in str(index.query_one("#index-status", Static).render())
-            )
+        assert "1 of 230 mailboxes match “agent-0”" in str(
+            index.query_one("#index-status", Static).render()
         )
         assert "agent-0 ⇄ agent-1" in card_text(app, oldest)
         await pilot.press("enter")  # leaves the box: the cards take the keys
@@ -342,8 +354,8 @@ async def test_the_index_filter_finds_a_mailbox_beyond_the_loaded_pages(tmp_path
         assert app.active_view() is not None and app.active_view().mailbox_id == oldest
         await pilot.press("0")
         await settle(app, pilot)
-        await pilot.press("slash", "escape")  # escape empties the filter and leaves it
-        await wait_for(lambda: cards.option_count == PAGE_CARDS)
+        await press(app, pilot, "slash", "escape")  # escape empties the filter and leaves it
+        assert cards.option_count == PAGE_CARDS
         assert "230 mailboxes" in str(index.query_one("#index-status", Static).render())
 
 
@@ -358,21 +370,18 @@ async def test_the_index_filter_pages_its_matches_and_says_when_none_match(tmp_p
         box = index.query_one("#index-filter", Input)
         await pilot.press("slash")
         box.value = "agent"  # every mailbox matches: the matches come a page at a time
-        await wait_for(lambda: index.match_count == count)
+        await until(app, pilot, lambda: index.match_count == count)
         assert cards.option_count == PAGE_CARDS
-        await wait_for(
-            lambda: (
-                f"{count} of {count} mailboxes match"
-                in str(index.query_one("#index-status", Static).render())
-            )
+        assert f"{count} of {count} mailboxes match" in str(
+            index.query_one("#index-status", Static).render()
         )
         cards.focus()
-        await pilot.press("end")
-        await wait_for(lambda: cards.option_count == 2 * PAGE_CARDS)
-        await pilot.press("end")
-        await wait_for(lambda: cards.option_count == count)
+        await press(app, pilot, "end")
+        assert cards.option_count == 2 * PAGE_CARDS
+        await press(app, pilot, "end")
+        assert cards.option_count == count
         box.value = "nobody-at-all"
-        await wait_for(lambda: index.match_count == 0)
+        await until(app, pilot, lambda: index.match_count == 0)
         assert cards.option_count == 0
         status = str(index.query_one("#index-status", Static).render())
         assert "no mailbox matches “nobody-at-all” (of 230) · escape clears" in status
@@ -415,8 +424,7 @@ async def test_a_stale_reason_is_shown_whole_on_a_narrow_terminal(demo, width):
             if source.exists():
                 source.rename(Path(f"{demo}.old{suffix}"))
         header = app.query_one(ThreadHeader)
-        await wait_for(lambda: header.state == "stale")
-        await pilot.pause()
+        await until(app, pilot, lambda: header.state == "stale", step=0.2)
         text = " ".join(line.strip() for line in screen_text(app).splitlines())
         assert "waiting for it to come back" in text, screen_text(app)  # not cut
         assert "● Stale" in text
@@ -459,33 +467,7 @@ async def test_the_health_view_lists_the_worst_and_says_how_many_more(tmp_path):
         assert f"{count:,}" in status and status.count("\n") == 0
 
 
-async def test_a_slow_health_pass_spaces_out_the_next_ones(demo, monkeypatch):
-    from termal_tui.tui.screens import health as health_screen
-
-    app = clocked_app(demo, Clock(), interval=0.1)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        await press(app, pilot, "h")
-        screen = app.screen
-        assert isinstance(screen, health_screen.HealthScreen)
-        passes = 0
-        original = health_screen.health_report
-
-        async def counting(*args: object, **kwargs: object):
-            nonlocal passes
-            passes += 1
-            return await original(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(health_screen, "health_report", counting)
-        await wait_for(lambda: passes >= 2)  # a fast pass: every interval
-        await wait_for(lambda: not screen.checking)
-        screen._took = 1.0  # as if the last pass took a second: the next waits 20 s
-        screen._finished_at = time.monotonic()
-        seen = passes
-        await asyncio.sleep(0.6)  # six ticks waited out
-        assert passes == seen
-        await pilot.press("r")  # a person asking still gets one at once
-        await wait_for(lambda: passes > seen)
+# A slow health pass spacing out the next ones: test_health.py, on a driven clock.
 
 
 # ------------------------------------------- the title and signals from a tab
@@ -499,7 +481,7 @@ async def test_title_and_attention_follow_every_mailbox_while_a_tab_is_shown(dem
     config = xdg / "xdg_config_home" / "termal-tui" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[attention]\nbell = true\nevery = 0\n", encoding="utf-8")
-    app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, config=load_config()))
+    app = clocked_app(demo, Clock(), 0.1, config=load_config())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         # A tab on another mailbox is shown; the index is hidden.
@@ -513,8 +495,10 @@ async def test_title_and_attention_follow_every_mailbox_while_a_tab_is_shown(dem
         app.post_message(events.AppBlur())
         await pilot.pause()
         await send(demo, "Arrived in another mailbox.", "watch-away")
-        await wait_for(lambda: any("43 unread" in w for w in written if w.startswith("\x1b]2;")))
-        await wait_for(lambda: "\a" in written)
+        await until(
+            app, pilot, lambda: any("43 unread" in w for w in written if w.startswith("\x1b]2;"))
+        )
+        await until(app, pilot, lambda: "\a" in written)
         assert app.active_view() is not None  # nobody went back to the index
 
 
@@ -627,7 +611,7 @@ def row(sequence: int, target: str) -> MailboxMessage:
 
 
 def test_rows_above_a_cursor_not_loaded_yet_count_as_waiting():
-    from termal_tui.thread import ThreadModel
+    from termal_tui.views.thread import ThreadModel
 
     a = MailboxParticipant(session_id="a", display_name="a", processed_through=10)
     b = MailboxParticipant(session_id="b", display_name="b", processed_through=95)
@@ -715,13 +699,15 @@ async def _header_three_polls_after_start(demo: Path) -> tuple[ThreadHeader, str
     screen's text three polls after its first page was applied."""
     async with open_reader(demo) as reader:
         thread = next(s.id for s in await reader.list_mailboxes() if s.latest_sequence == 140)
-    app = without_animation(make_app(demo, clock=Clock(), poll_interval=0.1, mailbox_id=thread))
+    app = clocked_app(demo, Clock(), 0.1, mailbox_id=thread)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(lambda: app.active_view() is not None)
+        # The page races the layout: the view and its header built, however it goes.
+        await wait_for(lambda: app.active_view() is not None and app.query(ThreadHeader))
         header = app.query_one(ThreadHeader)
         await wait_for(lambda: header.loaded > 0)
         await settle(app, pilot)
-        await asyncio.sleep(0.3)  # three polls later
+        for _ in range(3):  # three polls later
+            await advance(app, pilot, 0.1)
         return header, screen_text(app)
 
 
@@ -769,22 +755,22 @@ async def test_stale_says_when_the_last_good_read_was_in_the_index_and_the_healt
         def status() -> str:
             return str(index.query_one("#index-status", Static).render())
 
-        await wait_for(lambda: "● Live 12:00:00 · 6 mailboxes · 42 unread" in status())
+        assert "● Live 12:00:00 · 6 mailboxes · 42 unread" in status()
         await press(app, pilot, "h")
         health = app.screen
         line = lambda: str(health.query_one("#health-status", Static).render())  # noqa: E731
-        await wait_for(lambda: "● Live 12:00:00" in line())
+        assert "● Live 12:00:00" in line()
         move_away(demo)
-        await wait_for(lambda: "Stale" in line() and "gone" in line())
+        await until(app, pilot, lambda: "Stale" in line() and "gone" in line(), step=0.1)
         # Later failing passes (and redraws) do not move the time on.
-        clock.now = FIXED_NOW + timedelta(minutes=5)
+        clock.advance(300)
         await press(app, pilot, "r")
-        await wait_for(lambda: "Stale" in line() and "gone" in line())
+        assert "Stale" in line() and "gone" in line()
         await pilot.resize_terminal(110, 36)  # redraws the rows, not a Live line
         await settle(app, pilot)
         assert line().startswith("● Stale 12:00:00") and "\nthe database file" in line()
         await press(app, pilot, "escape")
-        await wait_for(lambda: "Stale" in status())
+        assert "Stale" in status()
         await press(app, pilot, "r")
         await pilot.resize_terminal(100, 30)  # a redraw that is not a read
         await settle(app, pilot)
@@ -847,7 +833,7 @@ async def test_export_names_its_file_from_the_id_safely_and_follows_no_link(demo
 
 
 def test_newer_rows_not_read_yet_count_as_waiting():
-    from termal_tui.thread import ThreadModel
+    from termal_tui.views.thread import ThreadModel
 
     a = MailboxParticipant(session_id="a", display_name="a", processed_through=5)
     b = MailboxParticipant(session_id="b", display_name="b", processed_through=10)
@@ -867,9 +853,6 @@ def test_newer_rows_not_read_yet_count_as_waiting():
 async def test_a_filter_typed_on_a_small_index_asks_the_store_once_it_outgrows_a_page(
     tmp_path, monkeypatch
 ):
-    # The two sends may fall either side of a count; no spacing of counts here (its
-    # own test is below), so the recount is not 20x a slow count away.
-    monkeypatch.setattr(index_module, "TOTALS_FACTOR", 0.0)
     path = await many_mailboxes(tmp_path / "coordination.sqlite", PAGE_CARDS - 1)
     app = clocked_app(path, Clock(), interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -887,31 +870,29 @@ async def test_a_filter_typed_on_a_small_index_asks_the_store_once_it_outgrows_a
                 sender=(f"session-new-{n}", f"newcomer-{n}"),
                 target=(f"session-far-{n}", f"agent-5{n}99"),
             )
-        # agent-5 is in mailboxes 4 and 5, agent-50…59 in 49…59, and the two new ones
-        # (a poll may fall between the two sends: the count follows on the next).
-        await wait_for(lambda: index.more and index.match_count == 2 + 11 + 2)
+        # agent-5 is in mailboxes 4 and 5, agent-50…59 in 49…59, and the two new ones.
+        await until(app, pilot, lambda: index.more and index.match_count == 2 + 11 + 2)
 
         def status() -> str:
             return str(index.query_one("#index-status", Static).render())
 
         # The totals follow (a count spaced by what the last one cost).
-        await wait_for(lambda: "15 of 101 mailboxes match “agent-5”" in status())
+        await until(app, pilot, lambda: "15 of 101 mailboxes match “agent-5”" in status())
         assert "searching" not in status()
 
 
 async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path, monkeypatch):
     """Paged, the header's totals come from a count apart; a commit moves them on at the
     next poll (not at the next health pass, 30 s later)."""
-    # Counts are spaced by 20x what the last one took; on a loaded machine even this
-    # small count can take a quarter of a second, so no spacing here.
-    monkeypatch.setattr(index_module, "TOTALS_FACTOR", 0.0)
+    # Counts are spaced by 20x what the last one took, on the source's clock: a driven
+    # clock does not move during a count, so the next one is due at once.
     path = await many_mailboxes(tmp_path / "coordination.sqlite", PAGE_CARDS + 20)
     app = clocked_app(path, Clock(), interval=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         index = index_of(app)
         count = PAGE_CARDS + 20  # each with two unread rows, one for each side
-        await wait_for(lambda: index.totals == (count, 2 * count))
+        assert index.totals == (count, 2 * count)
         await send(
             path,
             "One more.",
@@ -919,7 +900,7 @@ async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path, mo
             sender=("session-3", "agent-3"),
             target=("session-4", "agent-4"),
         )
-        await wait_for(lambda: index.totals == (count, 2 * count + 1))
+        await until(app, pilot, lambda: index.totals == (count, 2 * count + 1), step=0.1)
         status = str(index.query_one("#index-status", Static).render())
         assert f"{count} mailboxes · {2 * count + 1} unread" in status, status
 
@@ -927,7 +908,6 @@ async def test_a_paged_index_counts_its_totals_again_after_a_commit(tmp_path, mo
 async def test_filtered_cards_keep_their_place_on_a_commit_and_their_ages_move_on(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(index_module, "AGE_EVERY", 0.1)
     count = 2 * PAGE_CARDS + 30
     path = await many_mailboxes(tmp_path / "coordination.sqlite", count)
     clock = Clock()
@@ -937,31 +917,33 @@ async def test_filtered_cards_keep_their_place_on_a_commit_and_their_ages_move_o
         index = index_of(app)
         cards = index.query_one("#cards", OptionList)
         index.query_one("#index-filter", Input).value = "agent"
-        await wait_for(lambda: index.match_count == count)
+        await until(app, pilot, lambda: index.match_count == count)
         cards.focus()
         await press(app, pilot, "end")
-        await wait_for(lambda: cards.option_count == 2 * PAGE_CARDS)
+        assert cards.option_count == 2 * PAGE_CARDS
         cards.highlighted = 2 * PAGE_CARDS - 5
         chosen = cards.get_option_at_index(cards.highlighted).id
         await send(path, "A commit.", "keep-place", target=("session-0", "agent-0"))
-        await wait_for(lambda: index.match_count == count + 1)  # the new mailbox matches
+        await until(app, pilot, lambda: index.match_count == count + 1)  # the new one matches
         await settle(app, pilot)
         assert cards.option_count >= 2 * PAGE_CARDS
         assert cards.get_option_at_index(cards.highlighted).id == chosen
         # A match far below the loaded pages: its age moves on like any card's.
         oldest = "mailbox-00000000-0000-4000-8000-000000000000"
         index.query_one("#index-filter", Input).value = "agent-0"
-        await wait_for(
+        await until(
+            app,
+            pilot,
             lambda: (
                 index.match_count is not None
                 and index.matches
                 and any(s.id == oldest for s in index.matches)
-            )
+            ),
         )
         await settle(app, pilot)
         first = str(cards.get_option(oldest).prompt)
-        clock.now += timedelta(days=3)
-        await wait_for(lambda: str(cards.get_option(oldest).prompt) != first)
+        clock.advance(3 * 86_400)
+        await until(app, pilot, lambda: str(cards.get_option(oldest).prompt) != first)
         assert "d ago" in str(cards.get_option(oldest).prompt)
 
 

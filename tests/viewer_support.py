@@ -1,8 +1,12 @@
 """Deterministic demo databases, app factories and the waits shared by the viewer tests.
 
-- :func:`settle` waits until no worker runs and no message is pending;
-- :func:`wait_for` waits until a condition holds (a timer's tick, a lock released),
-  at most ``timeout`` seconds: time is waited out, never replaced by a key press;
+- :func:`settle` waits until no worker runs, no read of the index model runs and no
+  message is pending;
+- :func:`advance` moves the app's live clock (a ManualClock: every refresh is driven,
+  nothing waits for a timer) and settles; :func:`advance_until` does so in steps until
+  a condition holds;
+- :func:`wait_for` waits until a condition holds that real time brings (another
+  process, a real terminal), at most ``timeout`` seconds;
 - :func:`mailbox_between` finds a mailbox by its participants' names;
 - :func:`screen_text` reads what the screen shows through public API only.
 """
@@ -28,6 +32,7 @@ from rich.cells import cell_len
 from termal_tui.demo import build_demo, fill_pair_mailboxes
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp, make_app
+from termal_tui.views.live import ManualClock
 
 FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 WAIT_STEP = 0.02
@@ -59,7 +64,11 @@ def demo_copy(directory: Path) -> Path:
 
 
 def app_for(path: Path, **kwargs: object) -> MailboxApp:
+    """The viewer on a driven clock (``advance``), with no file watcher: tests decide
+    when time passes."""
     kwargs.setdefault("poll_interval", 0)
+    kwargs.setdefault("live_clock", ManualClock(FIXED_NOW))
+    kwargs.setdefault("watch", False)
     return without_animation(make_app(path, clock=fixed_clock, **kwargs))  # type: ignore[arg-type]
 
 
@@ -86,9 +95,31 @@ async def settle(app: MailboxApp, pilot: object) -> None:
     from textual.worker import WorkerFailed
 
     for _ in range(3):
+        await app.live.settled()
+        if app.index_model is not None:
+            await app.index_model.idle()
         with contextlib.suppress(WorkerFailed):
             await app.workers.wait_for_complete()
         await pilot.pause()  # type: ignore[attr-defined]
+
+
+async def advance(app: MailboxApp, pilot: object, seconds: float) -> None:
+    """Move the app's ManualClock on by ``seconds`` (its timers fire), then settle."""
+    clock = app.live.clock
+    assert isinstance(clock, ManualClock), "app_for's driven clock"
+    clock.advance(seconds)
+    await settle(app, pilot)
+
+
+async def advance_until(
+    app: MailboxApp, pilot: object, predicate: Callable[[], object], step: float, steps: int = 10
+) -> None:
+    """:func:`advance` by ``step`` until ``predicate()`` holds (at most ``steps`` times)."""
+    for _ in range(steps):
+        if predicate():
+            return
+        await advance(app, pilot, step)
+    assert predicate(), f"not true after {steps} steps of {step:g} s: {predicate}"
 
 
 async def press(app: MailboxApp, pilot: object, *keys: str) -> None:

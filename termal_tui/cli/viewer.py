@@ -92,7 +92,11 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         metavar="SECONDS",
         type=seconds_arg("the interval must be 0 (off) or a positive number"),
         default=None,
-        help="live refresh interval in seconds (0 turns polling off; default 8)",
+        help=(
+            "changes are shown as they are committed (file notifications); this is how "
+            "often the file is also polled, where notifications do not arrive "
+            "(0 pauses live refresh; default 8)"
+        ),
     )
     parser.add_argument("--version", action="version", version=f"termal-tui {__version__}")
     add_threshold_flags(parser)  # for the health view (h) and the index markers

@@ -30,6 +30,7 @@ from termal_tui.store.sqlite import (  # re-exported: the store's openers import
     inspect_database_file,
     is_busy,
     is_state_directory,
+    open_read_only,
     prepare_state_dir,
     read_only_uri,
     read_snapshot,
@@ -112,6 +113,7 @@ __all__ = [
     "inspect_database_file",
     "is_busy",
     "is_state_directory",
+    "open_read_only",
     "prepare_state_dir",
     "read_only_uri",
     "read_snapshot",
@@ -132,6 +134,7 @@ async def connect_read_only(
     path: Path, *, immutable: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> aiosqlite.Connection:
     """Open ``file:...?mode=ro`` with ``query_only``: this connection cannot write.
+    The async twin of ``sqlite.open_read_only`` (same URI, same refusal sentences).
 
     ``immutable`` opens the main file as a snapshot: no locks, no sidecars, no WAL.
     """

@@ -253,17 +253,33 @@ COORDINATION: Final = FileKind(
 )
 
 
-def _peek_tables(path: Path) -> set[str]:
-    """The table names of an existing SQLite file, read without changing it: through the
-    file's own locks when it is in use (its sidecars exist), else as an immutable
-    snapshot (so no -wal or -shm is created beside someone else's database)."""
-    if path.stat().st_size == 0:
-        return set()
-    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+def open_read_only(path: Path, *, immutable: bool | None = None) -> sqlite3.Connection:
+    """The one synchronous read-only open of a SQLite file (the async one is
+    ``connection.connect_read_only``, built on the same URI): ``mode=ro`` and
+    ``query_only``, so the connection cannot write; through the file's own locks when it
+    is in use (its -wal and -shm exist), else (or with ``immutable``) as an immutable
+    snapshot, so no -wal or -shm is created beside someone else's database. Raises a
+    StoreError with one sentence; the caller closes the connection."""
+    if immutable is None:
+        immutable = not (Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists())
     try:
-        conn = sqlite3.connect(read_only_uri(path, immutable=not in_use), uri=True)
+        conn = sqlite3.connect(read_only_uri(path, immutable=immutable), uri=True)
     except sqlite3.Error as error:
         raise describe_error(path, error) from error
+    try:
+        conn.execute("PRAGMA query_only = 1")
+    except sqlite3.Error as error:
+        conn.close()
+        raise describe_error(path, error) from error
+    return conn
+
+
+def _peek_tables(path: Path) -> set[str]:
+    """The table names of an existing SQLite file, read without changing it
+    (:func:`open_read_only`)."""
+    if path.stat().st_size == 0:
+        return set()
+    conn = open_read_only(path)
     try:
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     except sqlite3.Error as error:

@@ -1,9 +1,12 @@
 """MailboxApp: the read-only Textual viewer, and ``make_app`` used by the CLI and tests.
 
-The App opens the reader and manages tabs and global keys; the index and each mailbox
-view own their bindings, timers (paused while hidden) and workers. What the first
-screen does not need (the health model and screen, the palette's provider, the help
-screen, the mailbox view itself when no tab is open) is imported where it is used.
+The App holds the one live source (``views/live.py``: the reader, the file watcher, the
+change checks, Live/Stale, reopening) and the index's model (``views/index.py``), manages
+tabs and global keys, and routes messages: every view subscribes to the source, and the
+App reads what it needs (the title's counts, tab names) from the models, never from a
+widget. What the first screen does not need (the health model and screen, the palette's
+provider, the help screen, the mailbox view itself when no tab is open) is imported where
+it is used.
 """
 
 from __future__ import annotations
@@ -21,23 +24,23 @@ from textual.binding import Binding
 from textual.command import Provider
 from textual.content import Content
 from textual.css.query import NoMatches
-from textual.timer import Timer
 from textual.widgets import Header, TabbedContent, TabPane
 
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
-from termal_tui.store.errors import RetryableError, StoreError
-from termal_tui.store.reader import FILE_SWAPPED, MailboxReader, open_reader
+from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import (
     CloseRequested,
-    IndexLoaded,
-    MarkersLoaded,
+    LiveChanged,
     OpenMailbox,
     TitleKnown,
+    follow_live,
 )
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
+from termal_tui.views.index import IndexModel, Update
+from termal_tui.views.live import Clock, LiveSource, SystemClock
 from termal_tui.vocabulary import counted
 
 if TYPE_CHECKING:
@@ -48,9 +51,8 @@ if TYPE_CHECKING:
 
 INDEX_PANE: Final = "index"
 DEFAULT_POLL_SECONDS: Final = 8.0
-RETRY_OPEN_SECONDS = 2.0
 MAX_CONFIG_SHOWN: Final = 5  # config problems listed in the one notification
-# A viewer never waits long for a lock: it shows Stale and tries again on its next tick.
+# A viewer never waits long for a lock: it shows Stale and tries again soon.
 READER_BUSY_TIMEOUT_MS = 250
 TAB_TITLE_CHARS: Final = 28
 
@@ -92,6 +94,8 @@ class MailboxApp(App[None]):
         clock: Callable[[], datetime] | None = None,
         thresholds: Thresholds | None = None,
         config: ViewerConfig | None = None,
+        live_clock: Clock | None = None,
+        watch: bool = True,
     ) -> None:
         super().__init__()
         self.config = config  # None (tests): no file, defaults everywhere
@@ -101,13 +105,19 @@ class MailboxApp(App[None]):
         self.initial_mailbox = mailbox_id
         self.poll_interval = poll_interval
         self._clock = clock or (lambda: datetime.now().astimezone())
-        self._stack = contextlib.AsyncExitStack()  # the open reader's context
-        self._reader: MailboxReader | None = None
-        self._watch_timer: Timer | None = None
-        self._reopening = False
+        # The one live source of this file (``live_clock``: a test's ManualClock; else
+        # the event loop's timers with this app's wall clock), and the index's model.
+        self.live = LiveSource(
+            self.db_path,
+            interval=poll_interval,
+            clock=live_clock or SystemClock(self._clock),
+            watch=watch,
+            busy_timeout_ms=READER_BUSY_TIMEOUT_MS,
+        )
+        self.index_model: IndexModel | None = None
         self._panes: dict[str, str] = {}
         self._pane_counter = 0
-        self._retry_timer: Timer | None = None
+        self._opened_once = False
         self._focused = True  # AppBlur/AppFocus: attention signals only while away
         self._theme_at_start = ""  # the theme set from the config at start (not a choice)
         self._watch: Watch | None = None
@@ -116,17 +126,22 @@ class MailboxApp(App[None]):
 
     def _subtitle(self) -> str:
         viewer = f" · as {visible_line(self.session_id, 40)}" if self.session_id else ""
-        snapshot = " · snapshot" if self._reader is not None and self._reader.snapshot else ""
+        snapshot = " · snapshot" if self.live.status.snapshot else ""
         return f"{visible_line(self.db_path.name, 60)}{viewer}{snapshot}"
 
     @property
     def reader(self) -> MailboxReader:
-        assert self._reader is not None, "reader is opened on mount"
-        return self._reader
+        reader = self.live.reader
+        assert reader is not None, "the reader is opened by the live source"
+        return reader
+
+    def live_source(self) -> LiveSource:
+        """The one live source every view subscribes to."""
+        return self.live
 
     @property
     def summaries(self) -> list[MailboxSummary]:
-        return self.query_one(MailboxIndex).summaries
+        return self.index_model.summaries if self.index_model is not None else []
 
     def now_text(self) -> str:
         return self._clock().strftime("%H:%M:%S")
@@ -134,12 +149,7 @@ class MailboxApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
-            yield MailboxIndex(
-                session_id=self.session_id,
-                clock=self._clock,
-                thresholds=self.thresholds,
-                id="mailbox-index",
-            )
+            yield MailboxIndex(id="mailbox-index")
         yield FittingFooter()  # compact; leaves out the least needed keys when narrow
 
     async def on_mount(self) -> None:
@@ -147,7 +157,17 @@ class MailboxApp(App[None]):
         # would animate for nothing, and it hides the index until the cards arrive).
         if self.config is not None:
             self._apply_config(self.config)
-        await self._open_reader()
+        model = IndexModel(
+            self.live,
+            session_id=self.session_id,
+            thresholds=self.thresholds,
+            deferred=bool(self.initial_mailbox),  # the tab's first page comes first
+        )
+        self.index_model = model
+        model.listeners.append(self._index_update)
+        self.query_one(MailboxIndex).attach(model)
+        follow_live(self, self.live)
+        await self.live.start()
 
     # ---------------------------------------------------------------- config
 
@@ -224,90 +244,30 @@ class MailboxApp(App[None]):
             driver.flush()
 
     async def on_unmount(self) -> None:
-        await self._stack.aclose()
+        if self.index_model is not None:
+            self.index_model.close()
+        await self.live.close()
 
-    # ---------------------------------------------------------------- reader
+    # ---------------------------------------------------------------- the file
 
-    async def _open_reader(self) -> None:
-        """Open the reader; a busy (locked) file shows Stale and is retried by a timer."""
-        index = self.query_one(MailboxIndex)
-        try:
-            self._reader = await self._stack.enter_async_context(
-                open_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
-            )
-        except RetryableError as error:
-            index.loading = False
-            index.show_error(f"{error} — retrying every {RETRY_OPEN_SECONDS:g} s")
-            if self._retry_timer is None:
-                self._retry_timer = self.set_interval(RETRY_OPEN_SECONDS, self._retry_open)
+    @on(LiveChanged)
+    def _live_changed(self, message: LiveChanged) -> None:
+        """A file was opened (the first, or another at the path): a snapshot is said, the
+        --mailbox tab opens, a replacement is announced."""
+        event = message.event
+        if event.kind != "opened":
             return
-        except StoreError as error:
-            index.loading = False
-            index.show_error(str(error))
+        self.sub_title = self._subtitle()
+        if not self._opened_once:
+            self._opened_once = True
+            if event.status.snapshot is not None:
+                self.notify(
+                    visible_line(event.status.snapshot, 300), title="Snapshot", markup=False
+                )
+            if self.initial_mailbox:
+                # The tab's first page comes first; the index (which counts) follows it.
+                self.open_mailbox(self.initial_mailbox)
             return
-        if self._retry_timer is not None:
-            self._retry_timer.stop()
-            self._retry_timer = None
-        if self.poll_interval > 0 and self._reader.snapshot is None and not self._watch_timer:
-            # Another file at the path (a restore, a reinstall) is opened within one
-            # interval; a file that is gone makes every read Stale with that reason.
-            self._watch_timer = self.set_interval(self.poll_interval, self._watch_file)
-        if self._reader.snapshot is not None:
-            self.poll_interval = 0  # an immutable snapshot has no changes to follow
-            self.sub_title = self._subtitle()
-            self.notify(visible_line(self._reader.snapshot, 300), title="Snapshot", markup=False)
-        index.start(
-            self._reader,
-            self.poll_interval,
-            snapshot=self._reader.snapshot is not None,
-            load_now=not self.initial_mailbox,
-        )
-        if self.initial_mailbox:
-            # The tab's first page comes first; the index (which counts) follows it.
-            self.open_mailbox(self.initial_mailbox)
-
-    async def _retry_open(self) -> None:
-        if self._reader is None:
-            await self._open_reader()
-
-    async def _watch_file(self) -> None:
-        """Each interval: is the path still the file the reader opened? (One stat.)"""
-        reader = self._reader
-        if reader is None or self._reopening or reader.file_state() != FILE_SWAPPED:
-            return
-        self._reopening = True
-        try:
-            await self._reopen()
-        finally:
-            self._reopening = False
-
-    async def _reopen(self) -> None:
-        """Open the new file at the path; the index and every open tab read it from now
-        on (their first page again). If it cannot be opened yet, the old reader keeps
-        refusing (Stale with the reason) and the next tick tries again."""
-        stack = contextlib.AsyncExitStack()
-        try:
-            reader = await stack.enter_async_context(
-                open_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
-            )
-        except StoreError as error:
-            await stack.aclose()
-            self.screen_stack[0].query_one(MailboxIndex).show_error(
-                f"another file is at {self.db_path.name} now and it cannot be opened yet: {error}"
-            )
-            return
-        old, self._stack, self._reader = self._stack, stack, reader
-        await old.aclose()
-        base = self.screen_stack[0]  # the tabs, even under the health view
-        base.query_one(MailboxIndex).reopen(reader)
-        from termal_tui.tui.widgets.mailbox_view import MailboxView
-
-        for view in base.query(MailboxView).results(MailboxView):
-            view.reopen(reader)
-        for screen in self.screen_stack:
-            reopen = getattr(screen, "reopen", None)
-            if callable(reopen):
-                reopen(reader)
         self.notify(
             f"{visible_line(str(self.db_path), 200)} was replaced by another file: "
             "showing the new one.",
@@ -324,7 +284,7 @@ class MailboxApp(App[None]):
     def open_mailbox(self, mailbox_id: str, at_sequence: int | None = None) -> None:
         """Open the mailbox's tab, or focus it if it is already open (never a copy);
         with ``at_sequence``, select that message once the tab has loaded."""
-        if self._reader is None:
+        if self.live.reader is None:
             return
         tabs = self.query_one("#tabs", TabbedContent)
         pane_id = self._panes.get(mailbox_id)
@@ -343,11 +303,8 @@ class MailboxApp(App[None]):
         self._panes[mailbox_id] = pane_id
         view = MailboxView(
             mailbox_id,
-            self._reader,
+            self.live,
             session_id=self.session_id,
-            clock=self._clock,
-            interval=self.poll_interval,
-            snapshot=self._reader.snapshot is not None,
             export_dir=self.config.export_dir if self.config is not None else None,
         )
         if at_sequence is not None:
@@ -386,17 +343,22 @@ class MailboxApp(App[None]):
     @on(TitleKnown)
     def _title_known(self, event: TitleKnown) -> None:
         self._label_tab(event.mailbox_id, event.title)
-        if self.initial_mailbox and event.mailbox_id == self.initial_mailbox:
-            self.query_one(MailboxIndex).load()  # after the first page, never before
+        first = self.initial_mailbox and event.mailbox_id == self.initial_mailbox
+        if first and self.index_model is not None:
+            self.index_model.release()  # after the first page, never before
 
-    @on(IndexLoaded)
-    def _index_loaded(self, event: IndexLoaded) -> None:
-        """Name tabs that were opened before the index knew their participants; the
-        terminal's title carries the counts; mail while away is signalled (opt-in)."""
-        for summary in event.summaries:
-            if summary.id in self._panes:
-                self._label_tab(summary.id, summary_title(summary))
-        self.signal_changes(event.summaries, self.stuck_pairs())
+    def _index_update(self, update: Update) -> None:
+        """The index's model read something: name tabs that were opened before the index
+        knew their participants; the terminal's title carries the counts and the stuck
+        hand-offs (time alone can make one stuck); mail while away is signalled (opt-in)."""
+        model = self.index_model
+        if model is None or update not in ("cards", "markers", "totals"):
+            return
+        if update == "cards":
+            for summary in model.summaries:
+                if summary.id in self._panes:
+                    self._label_tab(summary.id, summary_title(summary))
+        self.signal_changes(model.summaries, self.stuck_pairs())
 
     def on_key(self, event: events.Key) -> None:
         """A printable key that bubbled up here while a text box has the focus was typed
@@ -411,27 +373,20 @@ class MailboxApp(App[None]):
             event.stop()
             box.insert_text_at_cursor(typed)
 
-    @on(MarkersLoaded)
-    def _markers_loaded(self, event: MarkersLoaded) -> None:
-        """New health markers (time alone can make a hand-off stuck): the title's stuck
-        count, and a signal for a new stuck hand-off while away."""
-        self.signal_changes(self.query_one(MailboxIndex).summaries, self.stuck_pairs())
-
     def stuck_pairs(self) -> list[tuple[str, str]]:
         """(mailbox id, problem) for each card the health check marked."""
-        problems = getattr(self.query_one(MailboxIndex), "problems", None)
-        if not isinstance(problems, dict):
-            return []
-        return [(mailbox_id, str(problem)) for mailbox_id, problem in problems.items() if problem]
+        return self.index_model.stuck_pairs() if self.index_model is not None else []
 
     def signal_changes(self, summaries: list[MailboxSummary], stuck: list[tuple[str, str]]) -> None:
         from termal_tui.attention import signal_bytes, window_title
 
-        unread = sum(summary.unread_count for summary in summaries)
-        index = self.query_one(MailboxIndex)
-        if index.more and index.totals is not None:  # a paged index: the counted total
-            unread = index.totals[1]
-        self.write_terminal(window_title(unread, len(stuck), more=index.more))
+        model = self.index_model
+        more = model is not None and model.more
+        if model is not None and summaries is model.summaries:
+            unread = model.unread  # a paged index: the counted total
+        else:
+            unread = sum(summary.unread_count for summary in summaries)
+        self.write_terminal(window_title(unread, len(stuck), more=more))
         if self._watch is None or self.config is None:
             return
         latest = {s.id: (s.latest_sequence, summary_title(s)) for s in summaries}
@@ -522,18 +477,13 @@ class MailboxApp(App[None]):
 
     def action_health(self) -> None:
         """Stuck hand-offs across every mailbox; choosing one opens it at the message."""
-        if self._reader is None:
-            return
         from termal_tui.tui.screens.health import HealthScreen
 
         def chosen(result: tuple[str, int] | None) -> None:
             if result is not None:
                 self.open_mailbox(result[0], at_sequence=result[1])
 
-        screen = HealthScreen(
-            self._reader, self.thresholds, clock=self._clock, interval=self.poll_interval
-        )
-        self.push_screen(screen, chosen)
+        self.push_screen(HealthScreen(self.live, self.thresholds), chosen)
 
     def action_board(self) -> None:
         """The coordination board (projects, keys, values, history), read-only and live."""
@@ -541,7 +491,7 @@ class MailboxApp(App[None]):
 
         if any(isinstance(screen, BoardScreen) for screen in self.screen_stack):
             return  # already open (the palette offers it there too)
-        self.push_screen(BoardScreen(self.db_path, interval=self.poll_interval, clock=self._clock))
+        self.push_screen(BoardScreen(self.live))
 
 
 def make_app(
@@ -553,10 +503,13 @@ def make_app(
     clock: Callable[[], datetime] | None = None,
     thresholds: Thresholds | None = None,
     config: ViewerConfig | None = None,
+    live_clock: Clock | None = None,
+    watch: bool = True,
 ) -> MailboxApp:
     """Build the viewer for the CLI and for tests (``config``: the config file's theme,
     keys, export directory and attention; the caller has merged interval and
-    thresholds with the command line)."""
+    thresholds with the command line; ``live_clock``: a test's ManualClock that drives
+    every refresh; ``watch``: file-change notifications, else the poll alone)."""
     return MailboxApp(
         db_path,
         session_id=session_id,
@@ -565,4 +518,6 @@ def make_app(
         clock=clock,
         thresholds=thresholds,
         config=config,
+        live_clock=live_clock,
+        watch=watch,
     )

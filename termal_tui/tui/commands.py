@@ -14,7 +14,6 @@ from textual.fuzzy import Matcher
 
 from termal_tui.presentation import latest_shown, summary_title
 from termal_tui.sanitize import visible_line
-from termal_tui.tui.widgets.index import MailboxIndex
 
 if TYPE_CHECKING:
     from termal_tui.tui.app import MailboxApp
@@ -43,8 +42,9 @@ class MailboxCommands(Provider):
         commands.append(("Board", app.action_board, "The coordination board: projects and keys"))
         view = app.active_view()
         if view is None:
-            index = app.query_one(MailboxIndex)
-            commands.append(("Refresh now", index.action_refresh, "Re-read every summary"))
+            if app.index_model is not None:  # the index's model, not its widget
+                refresh = app.index_model.request_refresh
+                commands.append(("Refresh now", refresh, "Re-read every summary"))
             return commands
         commands.append(("Refresh now", view.action_refresh, "Re-read this tab's cursors"))
         if view.has_older:

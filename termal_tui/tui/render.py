@@ -33,7 +33,7 @@ from termal_tui.vocabulary import (
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewEnvelope
-    from termal_tui.thread import Gap
+    from termal_tui.views.thread import Gap
 
 EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"

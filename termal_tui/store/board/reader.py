@@ -35,8 +35,9 @@ from termal_tui.store.connection import (
     read_snapshot,
     run,
 )
-from termal_tui.store.errors import RetryableError, StorageError
+from termal_tui.store.errors import RetryableError, StorageError, StoreError
 from termal_tui.store.schema import verify_readable
+from termal_tui.store.sqlite import open_read_only
 
 T = TypeVar("T")
 _CORE_TABLES = frozenset({"coordination_board_scopes", "coordination_board_entries"})
@@ -176,6 +177,40 @@ class BoardReader(FollowsPath):
     async def close(self) -> None:
         self.closed = True
         await self._db.close()
+
+
+# ------------------------------------------------------------------- project names
+
+TERMAL_STATE_FILENAME = "termal.sqlite"  # TermAl's own state, beside the coordination file
+
+
+def _names_from(path: Path, read: Callable[[sqlite3.Connection], dict[str, str]]) -> dict[str, str]:
+    """``read`` over ``path`` through the store's one read-only opener (an immutable open
+    when the file is not in use, so no sidecar is created); empty when there is no such
+    file or it cannot be read."""
+    if not path.is_file() or path.is_symlink():
+        return {}
+    try:
+        db = open_read_only(path)
+    except StoreError:
+        return {}
+    try:
+        return read(db)
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
+def project_names(db_path: Path, registry_path: Path) -> dict[str, str]:
+    """Scope id → project name for the board of ``db_path``: TermAl's projects (its
+    ``termal.sqlite`` beside the file) win over the ones termal-tui's registry at
+    ``registry_path`` minted. Read-only and synchronous (run it off the event loop)."""
+    names = _names_from(registry_path, queries.registry_project_names)
+    names.update(
+        _names_from(db_path.with_name(TERMAL_STATE_FILENAME), queries.termal_project_names)
+    )
+    return names
 
 
 async def _open_verified(path: Path, *, immutable: bool, busy_timeout_ms: int):

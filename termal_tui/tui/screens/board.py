@@ -3,25 +3,23 @@ generation and live/tombstoned counts; per key its revision, ``updatedAtGenerati
 author, ``stateStamp``, age and value (pretty JSON, every character visible, long
 values cut); enter shows a key's whole value and its last revisions.
 
-Live by the scope generations: a tick reads them (one statement on the scopes table)
-and nothing else while they are unchanged; a moved generation re-reads the project
-list, and the shown project's keys only when its own generation moved. The timer runs
-only while the screen is the one shown; an idle tick redraws only the ages that now
-read differently. The first rows are built before the first paint and the rest in
-chunks after it (a project holds up to 512 keys). Workers post typed messages; a failed read is
-a :class:`ReadFailed`, shown as "Stale" while the last rows stay listed. The screen
-opens its own read-only board reader (it never loads the writer).
+The screens render a :class:`~termal_tui.views.board.BoardView` and a
+:class:`~termal_tui.views.board.BoardKeyView` (what they show, what a refresh reads)
+and own only their keys. They read nothing on a schedule of their own and open no
+reader: they subscribe to the app's one live source and read through it. A commit
+(``changed``) reads the scope generations, then only what moved; a check that found
+nothing new (``unchanged``, ``tick``) redraws only the ages that now read differently
+and the time; a replaced file (``opened``) is read from scratch. Events that arrive
+while another screen covers one are kept for when it is shown again. The first rows
+are built before the first paint and the rest in chunks after it (a project holds up
+to 512 keys). A failed read is a :class:`ReadFailed`, shown as "Stale" while the last
+rows stay listed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from rich.text import Text
 from textual import on, work
@@ -29,10 +27,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.data_table import ColumnKey
@@ -50,51 +46,21 @@ from termal_tui.board_view import (
     value_text,
 )
 from termal_tui.sanitize import cap, visible_line
-from termal_tui.store.board.reader import BoardReader, open_board_reader
 from termal_tui.store.board.records import BoardHead, BoardScope
-from termal_tui.tui.messages import ReadFailed, WorkerFailures
+from termal_tui.tui.messages import LiveChanged, ReadFailed, WorkerFailures, follow_live
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
-from termal_tui.vocabulary import absolute_time, counted
+from termal_tui.views.board import KEY_GONE as KEY_GONE
+from termal_tui.views.board import BoardKeyView, BoardView, HeaderState
+from termal_tui.views.live import Superseded
+from termal_tui.vocabulary import absolute_time
+
+if TYPE_CHECKING:
+    from termal_tui.views.live import LiveEvent, LiveSource, Subscription
 
 FIRST_ROWS: Final = 40  # rows built before the first paint (more than a screen holds)
 CHUNK_ROWS: Final = 64  # then this many per frame, so keys never wait on 512 rows
-READER_BUSY_TIMEOUT_MS: Final = 250  # as the app's reader: Stale, then the next tick
 MUTED: Final = "$foreground 65%"
-
-# ------------------------------------------------------------- typed results
-
-
-@dataclass
-class BoardLoaded(Message):
-    """A pass that found generations moved (or the first one): the projects, their
-    names, and the shown project's heads when its generation moved (else None)."""
-
-    generations: dict[str, int]
-    scopes: list[BoardScope]
-    names: dict[str, str]
-    scope_id: str | None
-    entries: list[BoardHead] | None
-
-
-@dataclass
-class BoardUnchanged(Message):
-    """A tick that read the generations and found nothing moved."""
-
-
-@dataclass
-class ScopeEntries(Message):
-    scope_id: str
-    generation: int
-    entries: list[BoardHead]
-
-
-@dataclass
-class KeyLoaded(Message):
-    generation: int
-    head: BoardHead | None  # None: the key is gone (its scope was deleted)
-    history: list[BoardHead]
-    opened: int = 0  # which file it was read from (BoardKeyScreen counts reopens)
 
 
 # -------------------------------------------------------------------- header
@@ -111,16 +77,10 @@ class BoardHeader(Widget):
     detail: reactive[str] = reactive("")
     error: reactive[str] = reactive("", layout=True)  # a reason takes lines of its own
 
-    def show_stale(self, reason: str) -> None:
-        """A read failed: Stale, the reason on its own lines (the rows stay)."""
-        self.state = "stale"
-        self.error = reason
-
-    def show_live(self, snapshot: bool, interval: float, moment: datetime) -> None:
-        """A read succeeded: Live (or Paused, Snapshot) at ``moment``, no reason."""
-        self.state = header_state(snapshot, interval)
-        self.error = ""
-        self.refreshed = moment.strftime("%H:%M:%S")
+    def show(self, header: HeaderState) -> None:
+        """What the model's header says now."""
+        self.state, self.refreshed = header.state, header.refreshed
+        self.detail, self.error = header.detail, header.error
 
     def render(self) -> Content:
         label, style = ThreadHeader.STATES[self.state]
@@ -133,12 +93,6 @@ class BoardHeader(Widget):
         if not self.error:
             return head
         return Content("\n").join([head, Content.styled(visible_line(self.error, 300), "$error")])
-
-
-def header_state(snapshot: bool, interval: float) -> str:
-    if snapshot:
-        return "snapshot"
-    return "paused" if interval <= 0 else "live"
 
 
 # ----------------------------------------------------------------------- rows
@@ -192,10 +146,63 @@ class ScopeList(OptionList):
     BINDINGS = [Binding("enter", "select", "Keys")]
 
 
+# ------------------------------------------------------------ the source
+
+
+class FollowsSource:
+    """What both board screens do with the live source: subscribe on mount, hand each
+    event to ``_source`` while shown (the last one waits while covered), unsubscribe
+    on unmount. A refresh asked for while one runs runs again when it ends."""
+
+    source: LiveSource
+    _subscription: Subscription | None = None
+    _covered = False
+    _waiting: LiveEvent | None = None  # the event that came while covered
+
+    def _subscribe(self) -> None:
+        self._subscription = follow_live(self, self.source)  # type: ignore[arg-type]
+
+    def _unsubscribe(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+
+    def on_screen_suspend(self) -> None:
+        self._covered = True
+
+    def on_screen_resume(self) -> None:
+        self._covered = False
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None:
+            self._source(waiting)
+
+    def on_live_changed(self, message: LiveChanged) -> None:  # (a mixin: by name, not @on)
+        message.stop()
+        event = message.event
+        if self._covered:
+            # Kept for when the screen is shown again: a reopen wins over a change, and
+            # a change over a later "nothing new", which would hide it.
+            if self._waiting is None or _RANK[event.kind] >= _RANK[self._waiting.kind]:
+                self._waiting = event
+            return
+        self._source(event)
+
+    def _source(self, event: LiveEvent) -> None:
+        raise NotImplementedError
+
+
+_RANK: Final = {"opened": 2, "changed": 1, "unchanged": 0, "tick": 0, "state": 0}
+
+
+def _flags(event: LiveEvent) -> tuple[bool, bool]:
+    """(paused, snapshot) as the source says."""
+    return event.status.phase == "paused", event.status.phase == "snapshot"
+
+
 # ---------------------------------------------------------------------- screen
 
 
-class BoardScreen(WorkerFailures, Screen[None]):
+class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
     """The coordination board of one database, read-only and live."""
 
     AUTO_FOCUS = "#keys"
@@ -219,34 +226,36 @@ class BoardScreen(WorkerFailures, Screen[None]):
         Binding("tab", "switch_list", "Projects/keys"),
     ]
 
-    def __init__(
-        self,
-        db_path: Path,
-        *,
-        interval: float = 0.0,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
+    def __init__(self, source: LiveSource) -> None:
         super().__init__()
-        self.db_path = db_path
-        self.interval = interval
-        self.clock = clock or (lambda: datetime.now().astimezone())
-        self.reader: BoardReader | None = None
-        self._stack = contextlib.AsyncExitStack()
-        self._opening = asyncio.Lock()  # the board and its key screen share one reader
-        self._timer: Timer | None = None
-        self.polling = False
-        self.show_tombstones = False
-        self.generations: dict[str, int] | None = None
-        self.scopes: list[BoardScope] = []
-        self.names: dict[str, str] = {}
-        self.scope_id: str | None = None
-        self.heads: list[BoardHead] = []  # the shown project's heads, tombstones too
-        self.heads_generation = -1
+        self.source = source
+        path = source.path
+        self.model = BoardView(
+            path.name,
+            lambda: project_names(path),
+            clock=source.clock.now,
+            paused=source.status.phase == "paused",
+            snapshot=source.status.phase == "snapshot",
+        )
+        self._again = False  # a refresh was asked for while one ran
+        self._force = False
         self.shown: list[BoardHead] = []  # what the key list shows, in its order
-        self._ages: list[str] = []  # the age each shown row was drawn with
         self._fill = 0  # numbers each rebuild of the key list
         self._highlight_at: int | None = None  # a row to highlight once it is added
         self._width = 0
+
+    # the model's state, as tests and the key screen read it
+    @property
+    def scope_id(self) -> str | None:
+        return self.model.scope_id
+
+    @property
+    def generations(self) -> dict[str, int] | None:
+        return self.model.generations
+
+    @property
+    def scopes(self) -> list[BoardScope]:
+        return self.model.scopes
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -266,25 +275,34 @@ class BoardScreen(WorkerFailures, Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "termal-tui (read-only) — coordination board"
-        header = self.query_one(BoardHeader)
-        header.detail = visible_line(self.db_path.name, 60)
-        if self.interval > 0:
-            self._timer = self.set_interval(self.interval, self.poll, pause=True)
-        self.load()
+        self._subscribe()
+        self.query_one(BoardHeader).show(self.model.header)
+        status = self.source.status
+        if self.source.reader is not None:
+            self.load(force=True)
+        elif status.reason:
+            self.model.mark_stale(status.reason)
+            self.query_one(BoardHeader).show(self.model.header)
 
-    async def on_unmount(self) -> None:
-        await self._stack.aclose()
+    def on_unmount(self) -> None:
+        self._unsubscribe()
 
-    def on_screen_resume(self) -> None:
-        """Shown again (the key's screen closed): ticks resume, and a poll runs at once."""
-        if self._timer is not None:
-            self._timer.resume()
-            if self.generations is not None:
-                self.poll()
-
-    def on_screen_suspend(self) -> None:
-        if self._timer is not None:
-            self._timer.pause()
+    def _source(self, event: LiveEvent) -> None:
+        self.model.paused, self.model.snapshot = _flags(event)
+        if event.kind == "opened":
+            self.model.reopened()
+            self.load(force=True)
+        elif event.kind == "changed":
+            self.load()
+        elif event.kind == "state":
+            if not event.status.live and event.status.reason:
+                self.model.mark_stale(event.status.reason)
+                self.query_one(BoardHeader).show(self.model.header)
+        elif self.model.generations is not None and not self.model.header.error:
+            # Nothing new (or no check made): the time and the ages move on.
+            self.model.mark_live()
+            self.query_one(BoardHeader).show(self.model.header)
+            self._redraw_ages()
 
     # ------------------------------------------------------------ actions
 
@@ -293,138 +311,81 @@ class BoardScreen(WorkerFailures, Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_tombstones":  # nothing to show or hide: not offered
-            return self.show_tombstones or any(head.deleted for head in self.heads)
+            return self.model.can_toggle()
         return True
 
     def action_toggle_tombstones(self) -> None:
-        self.show_tombstones = not self.show_tombstones
+        self.model.toggle_tombstones()
         self._show_keys()
 
     def action_switch_list(self) -> None:
         keys, scopes = self.query_one("#keys", KeyList), self.query_one("#scopes", ScopeList)
         (scopes if keys.has_focus else keys).focus()
 
-    def poll(self) -> None:
-        if not self.polling:
-            self.load()
-
     # ------------------------------------------------------------ workers
-
-    async def _open(self) -> BoardReader:
-        async with self._opening:
-            if self.reader is None:
-                self.reader = await self._stack.enter_async_context(
-                    open_board_reader(self.db_path, busy_timeout_ms=READER_BUSY_TIMEOUT_MS)
-                )
-                if self.reader.snapshot is not None and self._timer is not None:
-                    self._timer.stop()  # an immutable snapshot has no changes to follow
-                    self._timer = None
-            return self.reader
-
-    def reopen(self, _mailboxes: object = None) -> None:
-        """Another file is at the path (the App opened it for the mailboxes): the board
-        is read from it too, from scratch (its projects and keys are not the old ones)."""
-        self._reopen()
-
-    @work(group="board-reopen", exclusive=True, exit_on_error=False)
-    async def _reopen(self) -> None:
-        async with self._opening:
-            old, self._stack, self.reader = self._stack, contextlib.AsyncExitStack(), None
-            await old.aclose()  # reads still running on it fail on their own
-        self.generations = None
-        self.heads_generation = -1
-        self.polling = False
-        self.load(force=True)
 
     @work(group="board", exclusive=False, exit_on_error=False)
     async def load(self, force: bool = False) -> None:
-        """One tick: the generations; the rest only if they moved (or ``force``)."""
-        if self.polling:
+        """One refresh through the live source; the rest only if the generations moved
+        (or ``force``). One at a time: asked for meanwhile, it runs again after."""
+        if self.model.reading:
+            self._again, self._force = True, self._force or force
             return
-        self.polling = True
+        had_tombstones = self.model.can_toggle()
         try:
-            reader = await self._open()
-            generations = await reader.generations()
-            if generations == self.generations and not force:
-                self.post_message(BoardUnchanged())
-                return
-            scopes = await reader.scopes()
-            names = self.names
-            if self.generations is None or set(generations) != set(self.generations) or force:
-                names = await asyncio.to_thread(project_names, self.db_path)
-            scope_id = self.scope_id
-            if scope_id not in generations:
-                # Two reads: a project committed between them is in the list but has no
-                # generation read yet; the next tick shows it.
-                scope_id = next((s.scope_id for s in scopes if s.scope_id in generations), None)
-            entries = None
-            if scope_id is not None and (
-                force or scope_id != self.scope_id or generations[scope_id] != self.heads_generation
-            ):
-                entries = await reader.entries(scope_id, include_deleted=True)
+            change = await self.source.read_board(
+                lambda reader: self.model.refresh(reader, force=force)
+            )
+        except Superseded:
+            return  # the file was replaced meanwhile: the "opened" event reads it
         finally:
-            self.polling = False
-        self.post_message(BoardLoaded(generations, scopes, names, scope_id, entries))
+            if self._again:
+                again, self._again, self._force = self._force, False, False
+                self.call_later(self.load, again)
+        if not change.read:
+            return
+        self.query_one(BoardHeader).show(self.model.header)
+        if change.scopes or change.moved:
+            self._show_scopes()
+        if change.keys:
+            if had_tombstones != self.model.can_toggle():
+                self.refresh_bindings()  # `t` is offered only with a tombstone to show
+            self._show_keys()
+        elif not change.moved:
+            self._redraw_ages()
 
     @work(group="board-scope", exclusive=True, exit_on_error=False)
     async def load_scope(self, scope_id: str) -> None:
         """Another project chosen: its heads (tombstones too; the toggle only filters)."""
-        reader = await self._open()
-        generation = await reader.generation(scope_id)
-        entries = await reader.entries(scope_id, include_deleted=True)
-        self.post_message(ScopeEntries(scope_id, generation, entries))
+        try:
+            chosen = await self.source.read_board(
+                lambda reader: self.model.choose(reader, scope_id)
+            )
+        except Superseded:
+            return
+        if chosen:
+            self.refresh_bindings()
+            self._show_keys()
 
     # ------------------------------------------------------------ results
 
     @on(ReadFailed)
     def _failed(self, event: ReadFailed) -> None:
         event.stop()
-        self.query_one(BoardHeader).show_stale(event.error)
-
-    @on(BoardUnchanged)
-    def _unchanged(self, event: BoardUnchanged) -> None:
-        """Nothing moved: only the ages that now read differently are redrawn."""
-        event.stop()
-        self._mark_live()
-        now = self.clock()
-        keys = self.query_one("#keys", KeyList)
-        if keys.option_count != len(self.shown):
-            return
-        for index, head in enumerate(self.shown):
-            age = age_text(head.updated_at, now)
-            if age != self._ages[index]:
-                self._ages[index] = age
-                keys.replace_option_prompt_at_index(index, key_row(head, now, self._width))
-
-    @on(BoardLoaded)
-    def _loaded(self, event: BoardLoaded) -> None:
-        event.stop()
-        self.generations = event.generations
-        self.names = event.names
-        self._mark_live()
-        self._show_scopes(event.scopes, event.scope_id)
-        if event.scope_id is None:
-            self.heads, self.heads_generation, self.scope_id = [], -1, None
-            self._show_keys()
-        elif event.entries is not None:
-            self._set_heads(event.scope_id, event.generations.get(event.scope_id, 0), event.entries)
-
-    @on(ScopeEntries)
-    def _scope_entries(self, event: ScopeEntries) -> None:
-        event.stop()
-        if event.scope_id == self.scope_id:
-            self._set_heads(event.scope_id, event.generation, event.entries)
+        self.model.mark_stale(event.error)
+        self.query_one(BoardHeader).show(self.model.header)
 
     @on(OptionList.OptionHighlighted, "#scopes")
     def _scope_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
         index = event.option_index
-        if not 0 <= index < len(self.scopes):
+        scopes = self.model.scopes
+        if not 0 <= index < len(scopes):
             return
-        scope_id = self.scopes[index].scope_id
-        if scope_id != self.scope_id:
-            self.scope_id = scope_id
-            self.heads, self.heads_generation = [], -1
+        scope_id = scopes[index].scope_id
+        if scope_id != self.model.scope_id:
+            self.model.scope_id = scope_id
+            self.model.heads, self.model.heads_generation = [], -1
             self._show_keys(loading=True)
             self.load_scope(scope_id)
 
@@ -436,49 +397,26 @@ class BoardScreen(WorkerFailures, Screen[None]):
     @on(OptionList.OptionSelected, "#keys")
     def _key_chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if self.reader is None or self.scope_id is None:
-            return
-        if not 0 <= event.option_index < len(self.shown):
+        scope_id = self.model.scope_id
+        if scope_id is None or not 0 <= event.option_index < len(self.shown):
             return
         head = self.shown[event.option_index]
-        scope = next((s for s in self.scopes if s.scope_id == self.scope_id), None)
-        title = scope_title(scope, self.names) if scope else visible_line(self.scope_id, 60)
-        self.app.push_screen(
-            BoardKeyScreen(
-                self._open,
-                self.scope_id,
-                title,
-                head,
-                interval=self.interval if self._timer is not None else 0.0,
-                snapshot=self.reader.snapshot is not None,
-                clock=self.clock,
-            )
-        )
+        self.app.push_screen(BoardKeyScreen(self.source, scope_id, self.model.scope_title(), head))
 
     def on_resize(self) -> None:
-        if self.heads and self._row_width() != self._width:
+        if self.model.heads and self._row_width() != self._width:
             self._show_keys()
 
     # ---------------------------------------------------------- rendering
 
-    def _mark_live(self) -> None:
-        header = self.query_one(BoardHeader)
-        snapshot = self.reader is not None and self.reader.snapshot is not None
-        header.show_live(snapshot, self.interval, self.clock())
-        projects = counted(len(self.generations or {}), "project")
-        header.detail = f"{projects} · {visible_line(self.db_path.name, 60)}"
-
-    def _show_scopes(self, scopes: list[BoardScope], selected: str | None) -> None:
-        changed = scopes != self.scopes
-        self.scopes = scopes
-        self.scope_id = selected
-        self.set_class(not scopes, "-empty")
-        if not changed and self.query_one("#scopes", ScopeList).option_count:
-            return
+    def _show_scopes(self) -> None:
+        model = self.model
+        scopes, selected = model.scopes, model.scope_id
+        self.set_class(model.empty, "-empty")
         listing = self.query_one("#scopes", ScopeList)
         width = max(20, (listing.size.width or self.size.width or 80) - 3)
         options = [
-            Option(scope_row(s, self.names, width), id=f"scope-{i}") for i, s in enumerate(scopes)
+            Option(scope_row(s, model.names, width), id=f"scope-{i}") for i, s in enumerate(scopes)
         ]
         with self.app.batch_update(), self.prevent(OptionList.OptionHighlighted):
             listing.set_options(options)
@@ -486,45 +424,34 @@ class BoardScreen(WorkerFailures, Screen[None]):
             if selected in ids:
                 listing.highlighted = ids.index(selected)
 
-    def _set_heads(self, scope_id: str, generation: int, heads: list[BoardHead]) -> None:
-        self.scope_id = scope_id
-        had = any(head.deleted for head in self.heads)
-        self.heads = heads
-        if had != any(head.deleted for head in heads):
-            self.refresh_bindings()  # `t` is offered only with a tombstone to show
-        self.heads_generation = generation
-        self._show_keys()
-
     def _row_width(self) -> int:
         width = self.query_one("#keys", KeyList).size.width or self.size.width or 80
         return max(20, width - 5)
+
+    def _redraw_ages(self) -> None:
+        """Only the rows whose age now reads differently."""
+        keys = self.query_one("#keys", KeyList)
+        if keys.option_count != len(self.shown):
+            return
+        now = self.model.clock()
+        for index in self.model.aged(now):
+            head = self.shown[index]
+            keys.replace_option_prompt_at_index(index, key_row(head, now, self._width))
 
     def _show_keys(self, loading: bool = False) -> None:
         """The shown project's keys: rows whose head changed are replaced in place; the
         list is rebuilt only when keys come or go (or on the tombstone toggle)."""
         keys = self.query_one("#keys", KeyList)
-        shown = [h for h in self.heads if self.show_tombstones or not h.deleted]
+        model = self.model
+        shown = model.shown
         width = self._row_width()
-        now = self.clock()
-        status = self.query_one("#keys-status", Static)
-        scope = next((s for s in self.scopes if s.scope_id == self.scope_id), None)
-        if scope is None:
-            status.update(Content(""))
-        else:
-            tombstones = sum(1 for h in self.heads if h.deleted)
-            shown_word = "shown" if self.show_tombstones else "hidden"
-            toggle = f" · {counted(tombstones, 'tombstone')} {shown_word} (t)" if tombstones else ""
-            reading = " · reading…" if loading else ""
-            live = len(self.heads) - tombstones
-            status.update(
-                Content.assemble(
-                    # The name takes what the counts leave of the line.
-                    Content.styled(
-                        cap(scope_title(scope, self.names), max(24, (width or 80) - 44)), "bold"
-                    ),
-                    Content.styled(f" · {counted(live, 'key')}{toggle}{reading}", MUTED),
-                )
-            )
+        now = model.clock()
+        name, counts = model.keys_status(width, loading=loading)
+        self.query_one("#keys-status", Static).update(
+            Content.assemble(Content.styled(name, "bold"), Content.styled(counts, MUTED))
+            if name or counts
+            else Content("")
+        )
         same_keys = width == self._width and [h.key for h in shown] == [h.key for h in self.shown]
         with self.app.batch_update():
             if same_keys and keys.option_count == len(shown):
@@ -546,7 +473,7 @@ class BoardScreen(WorkerFailures, Screen[None]):
                 if len(shown) > FIRST_ROWS:
                     self.call_after_refresh(self._add_rows, self._fill, FIRST_ROWS)
         self.shown = shown
-        self._ages = [age_text(h.updated_at, now) for h in shown]
+        model.drawn(now)
         self._width = width
 
     @property
@@ -568,7 +495,8 @@ class BoardScreen(WorkerFailures, Screen[None]):
         if fill != self._fill:
             return
         keys = self.query_one("#keys", KeyList)
-        keys.add_options(self._options(self.shown, start, CHUNK_ROWS, self.clock(), self._width))
+        now = self.model.clock()
+        keys.add_options(self._options(self.shown, start, CHUNK_ROWS, now, self._width))
         self._after_rows(keys)
         if start + CHUNK_ROWS < len(self.shown):
             self.call_after_refresh(self._add_rows, fill, start + CHUNK_ROWS)
@@ -583,14 +511,10 @@ class BoardScreen(WorkerFailures, Screen[None]):
 # ----------------------------------------------------------------- key screen
 
 
-KEY_GONE: Final = (
-    "this key is not on the board now (its project was deleted, or the file was replaced)"
-)
-
-
-class BoardKeyScreen(WorkerFailures, Screen[None]):
+class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
     """One key: its whole value (of the highlighted revision) and its last revisions.
-    Live like the board: a tick reads the scope's generation, the key only if it moved."""
+    Live like the board: a commit reads the scope's generation, the key only if it
+    moved; a replaced file reads the key from the new one (or says it is gone)."""
 
     DEFAULT_CSS = """
     BoardKeyScreen #key-meta { height: auto; padding: 0 1; }
@@ -599,36 +523,36 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
     """
     BINDINGS = [Binding("escape,q", "dismiss(None)", "Back", id="board-key-back")]
 
-    def __init__(
-        self,
-        reader: Callable[[], Awaitable[BoardReader]],
-        scope_id: str,
-        scope_name: str,
-        head: BoardHead,
-        *,
-        interval: float = 0.0,
-        snapshot: bool = False,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
+    def __init__(self, source: LiveSource, scope_id: str, scope_name: str, head: BoardHead) -> None:
         super().__init__()
-        self.reader = reader  # the board's reader (opened again after a replaced file)
-        self.scope_id = scope_id
-        self.scope_name = scope_name
-        self.head: BoardHead | None = head
-        self._key = head.key  # kept when the key is gone (its project deleted, a new file)
-        self._opened = 0  # reopens seen (a replaced file)
-        self.history: list[BoardHead] = []
+        self.source = source
+        self.model = BoardKeyView(
+            scope_id,
+            scope_name,
+            head,
+            clock=source.clock.now,
+            paused=source.status.phase == "paused",
+            snapshot=source.status.phase == "snapshot",
+        )
         self._age_column: ColumnKey | None = None
-        self.interval = interval
-        self.snapshot = snapshot
-        self.clock = clock or (lambda: datetime.now().astimezone())
-        self.generation = -1
-        self.reading = False
-        self._timer: Timer | None = None
+        self._again = False
+
+    # the model's state, as tests read it
+    @property
+    def key(self) -> str:
+        return self.model.key
+
+    @property
+    def head(self) -> BoardHead | None:
+        return self.model.head
+
+    @property
+    def generation(self) -> int:
+        return self.model.generation
 
     @property
     def revisions(self) -> list[BoardHead]:
-        return ([self.head] if self.head is not None else []) + self.history
+        return self.model.revisions
 
     def compose(self) -> ComposeResult:
         yield BoardHeader()
@@ -642,119 +566,93 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         self.title = "termal-tui (read-only) — coordination board key"
         table = self.query_one("#history", DataTable)
         self._age_column = table.add_columns("rev", "gen", "author", "stamp", "age", "value")[4]
-        scope = cap(self.scope_name, 24)
-        self.query_one(BoardHeader).detail = f"{scope} · {visible_line(self.key, 60)}"
+        self.query_one(BoardHeader).show(self.model.header)
         self._show_head()
-        if self.interval > 0 and not self.snapshot:
-            self._timer = self.set_interval(self.interval, self.poll, pause=True)
+        self._subscribe()
         self.load()
         table.focus()
 
-    @property
-    def key(self) -> str:
-        return self._key
+    def on_unmount(self) -> None:
+        self._unsubscribe()
 
-    def reopen(self, _mailboxes: object = None) -> None:
-        """Another file is at the path: this key is read from it (the board's reader is
-        opened again), or said to be gone. A read of the old file still running is
-        dropped when it answers, and read again."""
-        self._opened += 1
-        self.generation = -1
-        if not self.reading:
+    def _source(self, event: LiveEvent) -> None:
+        self.model.paused, self.model.snapshot = _flags(event)
+        if event.kind == "opened":
+            self.model.reopened()
             self.load()
-
-    def on_screen_resume(self) -> None:
-        if self._timer is not None:
-            self._timer.resume()
-
-    def on_screen_suspend(self) -> None:
-        if self._timer is not None:
-            self._timer.pause()
-
-    def poll(self) -> None:
-        if not self.reading:
+        elif event.kind == "changed":
             self.load()
+        elif event.kind == "state":
+            if not event.status.live and event.status.reason:
+                self.model.mark_stale(event.status.reason)
+                self.query_one(BoardHeader).show(self.model.header)
+        elif self.model.header.state != "stale":
+            self._unchanged()
 
     @work(group="board-key", exclusive=False, exit_on_error=False)
     async def load(self) -> None:
-        if self.reading:
+        if self.model.reading:
+            self._again = True
             return
-        self.reading = True
-        opened = self._opened
         try:
-            reader = await self.reader()
-            generation = await reader.generation(self.scope_id)
-            if generation == self.generation:
-                self.post_message(BoardUnchanged())
-                return
-            key = self.key
-            heads = await reader.entries(self.scope_id, include_deleted=True)
-            head = next((h for h in heads if h.key == key), None)
-            history = await reader.history(self.scope_id, key)
+            changed = await self.source.read_board(
+                lambda reader: self.model.refresh(lambda: reader)
+            )
+        except Superseded:
+            return  # the "opened" event reads the new file
         finally:
-            self.reading = False
-        self.post_message(KeyLoaded(generation, head, history, opened))
-
-    @on(ReadFailed)
-    def _failed(self, event: ReadFailed) -> None:
-        event.stop()
-        self.query_one(BoardHeader).show_stale(event.error)
-
-    @on(BoardUnchanged)
-    def _unchanged(self, event: BoardUnchanged) -> None:
-        """Nothing moved: the time and the ages move on (the value stays as shown)."""
-        event.stop()
-        self._mark_live()
-        self._show_meta()
-        table = self.query_one("#history", DataTable)
-        if self._age_column is None or table.row_count != len(self.revisions):
+            if self._again:
+                self._again = False
+                self.call_later(self.load)
+        self.query_one(BoardHeader).show(self.model.header)
+        if not changed:
+            self._unchanged()
             return
-        now = self.clock()
-        for index, head in enumerate(self.revisions):
-            age = Text(age_text(head.updated_at, now))  # may be wider ("2 min ago")
-            table.update_cell(f"rev-{index}", self._age_column, age, update_width=True)
-
-    @on(KeyLoaded)
-    def _loaded(self, event: KeyLoaded) -> None:
-        event.stop()
-        if event.opened != self._opened:  # read from the file that was replaced
-            self.load()
-            return
-        self.generation = event.generation
-        self.head = event.head
-        self.history = event.history
-        self._mark_live()
-        if event.head is None:  # nothing of what it was stays on screen
+        if self.model.head is None:  # nothing of what it was stays on screen
             self.query_one("#key-value", Static).update(Content(""))
         self._show_head()
         self._show_history()
 
+    @on(ReadFailed)
+    def _failed(self, event: ReadFailed) -> None:
+        event.stop()
+        self.model.mark_stale(event.error)
+        self.query_one(BoardHeader).show(self.model.header)
+
+    def _unchanged(self) -> None:
+        """Nothing moved: the time and the ages move on (the value stays as shown)."""
+        self.model.mark_live()
+        self.query_one(BoardHeader).show(self.model.header)
+        self._show_meta()
+        table = self.query_one("#history", DataTable)
+        revisions = self.model.revisions
+        if self._age_column is None or table.row_count != len(revisions):
+            return
+        now = self.model.clock()
+        for index, head in enumerate(revisions):
+            age = Text(age_text(head.updated_at, now))  # may be wider ("2 min ago")
+            table.update_cell(f"rev-{index}", self._age_column, age, update_width=True)
+
     @on(DataTable.RowHighlighted, "#history")
     def _revision_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
-        revisions = self.revisions
+        revisions = self.model.revisions
         if 0 <= event.cursor_row < len(revisions):
             self._show_value(revisions[event.cursor_row])
 
-    def _mark_live(self) -> None:
-        header = self.query_one(BoardHeader)
-        header.show_live(self.snapshot, self.interval, self.clock())
-        if self.head is None:  # said on every tick while it lasts
-            header.error = KEY_GONE
-
     def _show_head(self) -> None:
         self._show_meta()
-        if self.head is not None:
-            self._show_value(self.head)
+        if self.model.head is not None:
+            self._show_value(self.model.head)
 
     def _show_meta(self) -> None:
-        head = self.head
+        head = self.model.head
         meta = self.query_one("#key-meta", Static)
         if head is None:
             meta.update(Content.styled("(no current head)", MUTED))
             return
         state = "deleted (tombstone) · " if head.deleted else ""
-        count = len(self.history)
+        count = len(self.model.history)
         retained = (
             f"{count:,} earlier revision{'' if count == 1 else 's'} kept"
             if count
@@ -763,7 +661,7 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
         meta.update(
             Content.assemble(
                 Content.styled(visible_line(head.key, 100), "bold"),
-                Content.styled(f"  {state}{head_line(head, self.clock())}", MUTED),
+                Content.styled(f"  {state}{head_line(head, self.model.clock())}", MUTED),
                 Content.styled(
                     f"\nby {author_text(head, 60)} ({visible_line(head.author_session_id, 60)})"
                     f" · {absolute_time(head.updated_at)} · {retained}",
@@ -780,13 +678,13 @@ class BoardKeyScreen(WorkerFailures, Screen[None]):
 
     def _show_history(self) -> None:
         table = self.query_one("#history", DataTable)
-        now = self.clock()
+        now = self.model.clock()
         room = max(12, (self.size.width or 80) - 52)  # the value column fits the screen
         table.clear()
-        for index, head in enumerate(self.revisions):
+        for index, head in enumerate(self.model.revisions):
             first_line = value_text(head).replace("\n", " ")
             table.add_row(
-                Text(f"{head.revision:,}" + (" ●" if index == 0 and self.head else "")),
+                Text(f"{head.revision:,}" + (" ●" if index == 0 and self.model.head else "")),
                 Text(f"{head.updated_at_generation:,}"),
                 Text(author_text(head, 24)),
                 Text(visible_line(head.state_stamp or "", 20)),

@@ -4,12 +4,15 @@ The scan runs in bounded keyset steps (20,000 rows each, one short read snapshot
 step) in a worker: results stream in with a progress line, a new query or escape cancels
 the old scan, and at most MAX_RESULTS are kept. Enter jumps to the row. Each step is a
 typed :class:`SearchProgress`; a failed step is a :class:`ReadFailed`, shown as one
-"search failed" status line.
+"search failed" status line. Reads go through the one live source; when another file
+is opened at the path, the scan of the old one is dropped and the query searched again
+in the new file (what the old file held is not listed as the new one's).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Final
 
 from textual import on, work
@@ -25,8 +28,15 @@ from termal_tui.models import MailboxMessage
 from termal_tui.presentation import row_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader
-from termal_tui.tui.messages import ReadFailed, SearchProgress, WorkerFailures
+from termal_tui.tui.messages import (
+    LiveChanged,
+    ReadFailed,
+    SearchProgress,
+    WorkerFailures,
+    follow_live,
+)
 from termal_tui.tui.widgets.footer import FittingFooter
+from termal_tui.views.live import LiveSource, Subscription
 from termal_tui.vocabulary import counted, relative_age
 
 MAX_RESULTS: Final = 500
@@ -76,7 +86,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
 
     def __init__(
         self,
-        reader: MailboxReader,
+        source: LiveSource,
         mailbox_id: str,
         session_id: str | None,
         latest: int,
@@ -85,7 +95,9 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         now: datetime | None = None,
     ) -> None:
         super().__init__()
-        self.reader = reader
+        self.source = source
+        self._generation = source.generation
+        self._subscription: Subscription | None = None
         self.mailbox_title = visible_line(title, 60)
         self.now = now
         self._needle = ""
@@ -108,6 +120,24 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             yield Static(Content(""), id="search-status")
             yield OptionList(id="results")
         yield FittingFooter()
+
+    def on_mount(self) -> None:
+        self._subscription = follow_live(self, self.source)
+
+    def on_unmount(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+
+    @on(LiveChanged)
+    def _live_changed(self, message: LiveChanged) -> None:
+        """Another file at the path: the results were the old file's; search again."""
+        message.stop()
+        event = message.event
+        if event.kind != "opened" or event.status.generation == self._generation:
+            return
+        self._generation = event.status.generation
+        if self._needle:
+            self._start(self._needle)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "to_results":  # down in the query box; the list moves itself
@@ -132,8 +162,13 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
             self.action_to_results()  # the same query again: go to what it found
             return
         if needle:
-            self._needle = needle
             self._to_results = True
+            self._start(needle)
+
+    def _start(self, needle: str) -> None:
+        """A new scan from the newest row (the old one's late steps are dropped)."""
+        if needle:
+            self._needle = needle
             self.matches = []
             self.refresh_bindings()  # nothing to go down to until this one finds some
             self.done = False
@@ -149,14 +184,19 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         before: int | None = None
         wanted = MAX_RESULTS
         while True:
-            found, before = await self.reader.search_chunk(
-                self.mailbox_id, needle, before, SCAN_STEP, session_id=self.session_id
-            )
+            found, before = await self.source.read(partial(self._chunk, needle, before))
             found = found[:wanted]
             wanted -= len(found)
             self.post_message(SearchProgress(number, needle, found, before))
             if before is None or wanted <= 0:
                 break
+
+    async def _chunk(
+        self, needle: str, before: int | None, reader: MailboxReader
+    ) -> tuple[list[MailboxMessage], int | None]:
+        return await reader.search_chunk(
+            self.mailbox_id, needle, before, SCAN_STEP, session_id=self.session_id
+        )
 
     @on(SearchProgress)
     def _progress(self, event: SearchProgress) -> None:

@@ -1,20 +1,22 @@
 """One mailbox tab: a one-line header, the participants bar, and the newest-first thread.
 
-The view owns its state (a headless :class:`ThreadModel`), its bindings, its polling
-timer (paused while the view is hidden, resumed when it is shown) and its workers; the
-App only manages tabs. All reads go through the read-only reader in workers; a poll
-first asks for a change token (two primary-key lookups) and reads nothing more when
-nothing moved; the widget applies exactly the rows that changed. Rows are rendered once
-the view knows its width (never at a guessed one and again at the real one).
+The view renders a headless :class:`ThreadModel` (``views/thread.py``), fed by the one
+live source (``views/live.py``): it subscribes, and keeps no timer and opens nothing.
+When the source reports a commit, the view (if shown; else when it is shown again) asks
+for the mailbox's change token (two primary-key lookups) and reads nothing more when
+nothing moved there; the widget applies exactly the rows that changed. All reads go
+through the source in workers (a failure makes every view Stale at once). Rows are
+rendered once the view knows its width (never at a guessed one and again at the real
+one).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -26,7 +28,6 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.reactive import reactive
-from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
@@ -36,15 +37,18 @@ from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.reader import MailboxReader
-from termal_tui.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
 from termal_tui.tui.messages import (
     CloseRequested,
+    LiveChanged,
     ReadFailed,
     TitleKnown,
     WorkerFailures,
+    follow_live,
 )
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
+from termal_tui.views.live import LiveSource, Subscription
+from termal_tui.views.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
 from termal_tui.vocabulary import Ages, counted
 
 PAGE_SIZE: Final = 50
@@ -52,7 +56,6 @@ REWIDTH_FIRST: Final = 120  # rows re-rendered at once on a resize (the screenfu
 REWIDTH_STEP: Final = 400  # then this many between frames
 MAX_REFRESH_ROWS: Final = 1_000
 JUMP_CONTEXT: Final = 25
-AGE_EVERY: Final = 10.0  # seconds between checks of the ages on the rows (``3 min ago``)
 
 
 # ------------------------------------------------------------- typed results
@@ -211,29 +214,25 @@ class MailboxView(WorkerFailures, Vertical):
     def __init__(
         self,
         mailbox_id: str,
-        reader: MailboxReader,
+        source: LiveSource,
         *,
         session_id: str | None = None,
-        clock: Callable[[], datetime] | None = None,
-        interval: float = 0.0,
-        snapshot: bool = False,
         export_dir: Path | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.mailbox_id = mailbox_id
         self.export_dir = export_dir  # None: viewer_config's default directory
-        self.reader = reader
+        self.source = source
         self.session_id = session_id
-        self.clock = clock or (lambda: datetime.now().astimezone())
-        self.interval = interval
-        self.snapshot = snapshot
         self.model = ThreadModel()
         self.live = False
         self.refreshing = False
         self.reading = False
         self._token: ChangeToken | None = None
-        self._timer: Timer | None = None
+        self._subscription: Subscription | None = None
+        self._generation = 0  # the source generation the model was read from
+        self._dirty = False  # a commit reported while hidden: read when shown
         self._width = 0  # the width rows were rendered at; 0 until the view is laid out
         self._early_page: PageLoaded | None = None  # read before the first layout
         self._focus_on_mount = False
@@ -247,9 +246,17 @@ class MailboxView(WorkerFailures, Vertical):
         self._bar: Content | None = None
         self._notice: Content | None = None
         self.ages = Ages()  # the age each row was drawn with
-        self._age_timer: Timer | None = None
 
     # ------------------------------------------------------------ properties
+
+    @property
+    def reader(self) -> MailboxReader | None:
+        """The live source's reader now (None while no file is open)."""
+        return self.source.reader
+
+    def clock(self) -> datetime:
+        """Wall time: the live source's clock (a test drives it)."""
+        return self.source.clock.now()
 
     @property
     def summary(self) -> MailboxSummary | None:
@@ -283,17 +290,49 @@ class MailboxView(WorkerFailures, Vertical):
         header = self.query_one(ThreadHeader)
         header.mailbox = short_id(self.mailbox_id)
         # The header says "◌ Loading" (a LoadingIndicator would animate for nothing).
-        if self.interval > 0:  # paused until the view is shown
-            self._timer = self.set_interval(self.interval, self.poll, pause=True)
-        # Ages move on while rows sit unchanged (also when paused: nothing is read).
-        self._age_timer = self.set_interval(AGE_EVERY, self.tick_ages, pause=True)
-        self.load_first_page()
+        self._subscription = follow_live(self, self.source)
+        self._generation = self.source.generation
+        if self.source.reader is not None:
+            self.load_first_page()
         if self._focus_on_mount:
             self.thread.focus()
 
-    def reopen(self, reader: MailboxReader) -> None:
+    def on_unmount(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+
+    @on(LiveChanged)
+    def _live_changed(self, message: LiveChanged) -> None:
+        """The source's news: another file (read again from it), a commit (read what
+        moved, now if shown, else when shown), time moving on (the header, the ages),
+        Stale (the reason)."""
+        message.stop()
+        event = message.event
+        if event.kind == "opened":
+            if event.status.generation != self._generation:
+                self._generation = event.status.generation
+                self.reopen()
+            return
+        if event.kind == "changed":
+            if self._hidden:
+                self._dirty = True
+            else:
+                self.poll()
+            return
+        if event.kind == "state" and not event.status.live:
+            self.live = False
+            header = self.query_one(ThreadHeader)
+            header.state = "stale"
+            header.error = event.status.reason
+            self._update_chrome()
+            return
+        if event.kind in ("unchanged", "tick") and not self._hidden:
+            if event.kind == "unchanged" and self.model.summary is not None:
+                self._mark_live(chrome=False)
+            self.tick_ages()
+
+    def reopen(self) -> None:
         """Another file is at the path: read this mailbox from it, first page again."""
-        self.reader = reader
         self._token = None
         self.refreshing = self.reading = False  # reads of the old file fail on their own
         self._early_page = None  # a first page of the old file waiting for the layout
@@ -385,7 +424,7 @@ class MailboxView(WorkerFailures, Vertical):
 
         summary = self.model.summary
         screen = SearchScreen(
-            self.reader,
+            self.source,
             self.mailbox_id,
             self.session_id,
             self.model.latest_sequence,
@@ -467,8 +506,10 @@ class MailboxView(WorkerFailures, Vertical):
     async def load_hidden(self, first: int, last: int) -> None:
         near = first > 0
         low, high = (first, last) if near else (1, 2**63 - 1)
-        rows = await self.reader.read_hidden(
-            self.mailbox_id, low, high, 1, session_id=self.session_id
+        rows = await self.source.read(
+            lambda reader: reader.read_hidden(
+                self.mailbox_id, low, high, 1, session_id=self.session_id
+            )
         )
         self.post_message(HiddenLoaded(rows, near))
 
@@ -492,23 +533,17 @@ class MailboxView(WorkerFailures, Vertical):
     # -------------------------------------------------------------- polling
 
     def on_show(self) -> None:
-        """Shown: the timer runs; coming back to a hidden tab refreshes it at once."""
-        if self._age_timer is not None:
-            self._age_timer.resume()
-            if self._hidden:
-                self.tick_ages()
-        if self._timer is not None:
-            self._timer.resume()
-            if self._hidden:
+        """Shown: a commit reported while the tab was hidden is read now."""
+        if self._hidden:
+            self.tick_ages()
+            if self._dirty:
+                self._dirty = False
                 self.poll()
         self._hidden = False
 
     def on_hide(self) -> None:
-        """Hidden (another tab chosen): no ticks until it is shown again."""
+        """Hidden (another tab chosen): commits are remembered, read when shown."""
         self._hidden = True
-        for timer in (self._timer, self._age_timer):
-            if timer is not None:
-                timer.pause()
 
     def tick_ages(self) -> None:
         """Draw again the rows whose age reads differently now (``2 min ago`` → ``3 min
@@ -528,7 +563,7 @@ class MailboxView(WorkerFailures, Vertical):
             )
 
     def poll(self) -> None:
-        """Timer tick (only while shown), never overlapping the previous read.
+        """A commit reported (read while shown), never overlapping the previous read.
 
         With nothing loaded yet (the first page failed, e.g. the file was locked) it
         loads the first page again instead of reading everything after #0.
@@ -546,11 +581,15 @@ class MailboxView(WorkerFailures, Vertical):
     async def load_first_page(self) -> None:
         self.reading = True
         try:
-            token = await self.reader.change_token(self.mailbox_id)
-            page = await self.reader.read_page(
-                self.mailbox_id, None, PAGE_SIZE, session_id=self.session_id
+            token = await self.source.read(lambda reader: reader.change_token(self.mailbox_id))
+            page = await self.source.read(
+                lambda reader: reader.read_page(
+                    self.mailbox_id, None, PAGE_SIZE, session_id=self.session_id
+                )
             )
-            head = await self.reader.get_head(self.mailbox_id, session_id=self.session_id)
+            head = await self.source.read(
+                lambda reader: reader.get_head(self.mailbox_id, session_id=self.session_id)
+            )
         except BaseException:
             self.reading = False
             raise
@@ -574,8 +613,10 @@ class MailboxView(WorkerFailures, Vertical):
             return
         self.reading = True
         try:
-            page = await self.reader.read_page(
-                self.mailbox_id, oldest, PAGE_SIZE, session_id=self.session_id
+            page = await self.source.read(
+                lambda reader: reader.read_page(
+                    self.mailbox_id, oldest, PAGE_SIZE, session_id=self.session_id
+                )
             )
         except BaseException:
             self._older_busy = False
@@ -587,8 +628,10 @@ class MailboxView(WorkerFailures, Vertical):
     @work(group="read", exclusive=False, exit_on_error=False)
     async def load_start(self) -> None:
         """The mailbox's oldest page (ascending from #1), for End."""
-        rows = await self.reader.read_range(
-            self.mailbox_id, 0, PAGE_SIZE, session_id=self.session_id
+        rows = await self.source.read(
+            lambda reader: reader.read_range(
+                self.mailbox_id, 0, PAGE_SIZE, session_id=self.session_id
+            )
         )
         self.post_message(StartLoaded(rows))
 
@@ -600,13 +643,15 @@ class MailboxView(WorkerFailures, Vertical):
             return
         self.refreshing = True
         try:
-            token = await self.reader.change_token(self.mailbox_id)
+            token = await self.source.read(lambda reader: reader.change_token(self.mailbox_id))
             if token is None:
                 raise NotFoundError("mailbox not found")
             if token == self._token and not force:
                 self.post_message(RefreshLoaded(None, [], False, token))
                 return
-            head = await self.reader.get_head(self.mailbox_id, session_id=self.session_id)
+            head = await self.source.read(
+                lambda reader: reader.get_head(self.mailbox_id, session_id=self.session_id)
+            )
             newest = self.model.newest_sequence
             fresh: list[MailboxMessage] = []
             more = False
@@ -616,9 +661,7 @@ class MailboxView(WorkerFailures, Vertical):
             if room <= 0:
                 more = head.latest_sequence > newest
             while room > 0:
-                batch = await self.reader.read_range(
-                    self.mailbox_id, newest, READ_LIMIT_MAX, session_id=self.session_id
-                )
+                batch = await self.source.read(partial(self._rows_after, newest))
                 fresh.extend(batch)
                 if len(batch) < READ_LIMIT_MAX:
                     break
@@ -630,6 +673,11 @@ class MailboxView(WorkerFailures, Vertical):
         finally:
             self.refreshing = False
         self.post_message(RefreshLoaded(head, fresh, more, token))
+
+    async def _rows_after(self, after: int, reader: MailboxReader) -> list[MailboxMessage]:
+        return await reader.read_range(
+            self.mailbox_id, after, READ_LIMIT_MAX, session_id=self.session_id
+        )
 
     def request_jump(self, sequence: int) -> None:
         """Select ``#sequence`` now, or as soon as the first page is in."""
@@ -647,20 +695,24 @@ class MailboxView(WorkerFailures, Vertical):
             self.show_new()
             if self.highlight_sequence(sequence):
                 return
-        token = await self.reader.change_token(self.mailbox_id)
+        token = await self.source.read(lambda reader: reader.change_token(self.mailbox_id))
         next_sequence = max(token.next_sequence, 0) if token else 0
-        page = await self.reader.read_page(
-            self.mailbox_id,
-            sequence + JUMP_CONTEXT + 1,
-            2 * JUMP_CONTEXT + 1,
-            session_id=self.session_id,
+        page = await self.source.read(
+            lambda reader: reader.read_page(
+                self.mailbox_id,
+                sequence + JUMP_CONTEXT + 1,
+                2 * JUMP_CONTEXT + 1,
+                session_id=self.session_id,
+            )
         )
         self.post_message(JumpLoaded(sequence, page, next_sequence))
 
     @work(group="read", exclusive=False, exit_on_error=False)
     async def load_gap(self, gap: Gap) -> None:
-        page = await self.reader.read_page(
-            self.mailbox_id, gap.newer, PAGE_SIZE, session_id=self.session_id
+        page = await self.source.read(
+            lambda reader: reader.read_page(
+                self.mailbox_id, gap.newer, PAGE_SIZE, session_id=self.session_id
+            )
         )
         self.post_message(GapLoaded(gap, page))
 
@@ -991,13 +1043,14 @@ class MailboxView(WorkerFailures, Vertical):
         self.live = True
         header = self.query_one(ThreadHeader)
         header.error = ""
-        if self.snapshot:
+        status = self.source.status
+        if status.snapshot is not None:
             header.state = "snapshot"
-        elif self.interval <= 0:
+        elif self.source.interval <= 0:
             header.state = "paused"
         else:
             header.state = "live"
-        header.refreshed = self.clock().strftime("%H:%M:%S")
+        header.refreshed = status.good_time(self.clock())
         if chrome:
             self._update_chrome()
 
