@@ -3,15 +3,12 @@ one-line key summaries and ages, and the names of the projects that scope the bo
 
 Project names are read read-only from TermAl's ``termal.sqlite`` (its projects) and
 termal-tui's session registry (projects minted for sessions outside TermAl's), both
-beside the coordination database; a scope with no known name shows its id. Nothing
-here writes: ``mode=ro``, and an immutable open when the file is not in use (no
-sidecar is created).
+beside the coordination database (by the store: ``store.board.reader.project_names``);
+a scope with no known name shows its id. Nothing here reads SQL or writes.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -19,11 +16,10 @@ from typing import Any, Final, NamedTuple
 from termal_tui.notifiers import registry_path_for
 from termal_tui.sanitize import cap, visible, visible_line
 from termal_tui.store.board.formats import dumps
+from termal_tui.store.board.reader import project_names as read_project_names
 from termal_tui.store.board.records import BoardHead, BoardScope
 from termal_tui.vocabulary import age_words
 
-TERMAL_STATE_FILENAME: Final = "termal.sqlite"
-TERMAL_METADATA_KEY: Final = "metadataState"  # TermAl's persist.rs SQLITE_METADATA_KEY
 INDENT: Final = "  "
 PREVIEW_LINES: Final = 4  # a key's value in the list; the whole value on enter
 ENTRY_LINES: Final = 2_000  # the whole-value pane: past this, a note says how many more
@@ -140,52 +136,8 @@ def scope_counts(scope: BoardScope) -> str:
 # --------------------------------------------------------------------- projects
 
 
-def _read_only(path: Path) -> sqlite3.Connection | None:
-    if not path.is_file() or path.is_symlink():
-        return None
-    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
-    uri = path.resolve().as_uri() + ("?mode=ro" if in_use else "?mode=ro&immutable=1")
-    try:
-        db = sqlite3.connect(uri, uri=True)
-        db.execute("PRAGMA query_only = ON")
-    except sqlite3.Error:
-        return None
-    return db
-
-
-def _termal_names(path: Path) -> dict[str, str]:
-    db = _read_only(path)
-    if db is None:
-        return {}
-    try:
-        row = db.execute(
-            "SELECT value_json FROM app_state WHERE key = ?", (TERMAL_METADATA_KEY,)
-        ).fetchone()
-        if row is None:
-            return {}
-        state = json.loads(row[0])
-        return {str(p["id"]): str(p["name"]) for p in state["projects"]}
-    except (sqlite3.Error, ValueError, TypeError, KeyError):
-        return {}  # not TermAl's file after all: scope ids are shown
-    finally:
-        db.close()
-
-
-def _registry_names(path: Path) -> dict[str, str]:
-    db = _read_only(path)
-    if db is None:
-        return {}
-    try:
-        return {str(r[0]): str(r[1]) for r in db.execute("SELECT id, name FROM projects")}
-    except sqlite3.Error:
-        return {}  # a registry from before projects existed
-    finally:
-        db.close()
-
-
 def project_names(db_path: Path) -> dict[str, str]:
-    """Scope id → project name: TermAl's projects win over termal-tui's minted ones."""
+    """Scope id → project name: TermAl's projects win over termal-tui's minted ones
+    (read by the store, read-only, from the files beside ``db_path``)."""
     db_path = db_path.expanduser()
-    names = _registry_names(registry_path_for(db_path))
-    names.update(_termal_names(db_path.with_name(TERMAL_STATE_FILENAME)))
-    return names
+    return read_project_names(db_path, registry_path_for(db_path))

@@ -16,18 +16,16 @@ Findings are ranked by severity, then by age (oldest first).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from termal_tui.formats import parse_timestamp
-from termal_tui.models import CONTROL_TOPIC
 from termal_tui.notifiers import Notifier, read_notifiers
-from termal_tui.store import queries
 
 if TYPE_CHECKING:
+    from termal_tui.store.health_queries import HealthRows
     from termal_tui.store.reader import MailboxReader
 
 SEVERITY: Final = {
@@ -152,26 +150,6 @@ def format_age(seconds: float) -> str:
     return f"{seconds // 86_400:,} d"
 
 
-# One grouped pass: per participant, its unread range and what state the rows are in.
-_UNREAD_BY_PARTICIPANT: Final = f"""
-SELECT p.mailbox_id, p.session_id, p.display_name, p.processed_through, p.left_at,
-  COUNT(u.rowid),
-  MIN(u.sequence), MIN(u.created_at),
-  SUM(u.notification_disposition = 'durableButNotWoken'),
-  MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.sequence END),
-  MIN(CASE WHEN u.notification_disposition = 'durableButNotWoken' THEN u.created_at END),
-  SUM(u.notification_disposition IN ('deliveredToIdleSession', 'recoveredWake')),
-  MIN(CASE WHEN u.notification_disposition IN ('deliveredToIdleSession', 'recoveredWake') THEN u.sequence END),
-  MIN(CASE WHEN u.notification_disposition IN ('deliveredToIdleSession', 'recoveredWake') THEN u.created_at END)
-FROM mailbox_participants p
-JOIN mailbox_messages u
-  ON u.mailbox_id = p.mailbox_id AND u.sequence > p.processed_through
- AND u.target_session_id = p.session_id AND {queries.NOT_CONTROL.format(t="u.")}
- AND typeof(u.sequence) = 'integer'
-GROUP BY p.mailbox_id, p.session_id
-"""
-
-
 def _age(created_at: str, now: datetime) -> float:
     try:
         return (now - parse_timestamp(created_at)).total_seconds()
@@ -180,66 +158,25 @@ def _age(created_at: str, now: datetime) -> float:
 
 
 def collect(
-    db: sqlite3.Connection,
+    rows: HealthRows,
     now: datetime,
     thresholds: Thresholds,
     notifiers: Mapping[str, Notifier] | None = None,
-    mailbox_ids: Collection[str] | None = None,
 ) -> HealthReport:
-    """Run on the reader's thread inside one read snapshot (see MailboxReader.health).
-    With ``mailbox_ids``, findings only for those mailboxes (the index's loaded cards:
-    a few hundred are looked up by key, not found in a pass over every mailbox);
-    ``mailboxes`` still counts every visible one."""
-    params: dict[str, Any] = {"ctl": CONTROL_TOPIC}
-    sql = _UNREAD_BY_PARTICIPANT
-    wanted = set(mailbox_ids) if mailbox_ids is not None else None
-    if wanted is not None and len(wanted) <= _IDS_BY_KEY:
-        names_in = [f"h{index}" for index in range(len(wanted))]
-        params |= dict(zip(names_in, sorted(wanted), strict=True))
-        head, tail = sql.split("GROUP BY")
-        sql = (
-            f"{head}WHERE p.mailbox_id IN ({', '.join(':' + n for n in names_in)})\nGROUP BY{tail}"
-        )
-    rows = db.execute(sql, params).fetchall()
-    if wanted is not None:
-        rows = [row for row in rows if row[0] in wanted]
-    names = _participant_names(db, {row[0] for row in rows})
-    visible = db.execute(
-        f"SELECT COUNT(*) FROM mailboxes m WHERE EXISTS (SELECT 1 FROM mailbox_messages v "
-        f"WHERE v.mailbox_id = m.id AND {queries.NOT_CONTROL.format(t='v.')})",
-        {"ctl": CONTROL_TOPIC},
-    ).fetchone()[0]
-    report = HealthReport(mailboxes=visible)
+    """The findings in what the store read (``MailboxReader.health_rows``: every
+    participant's unread range, or only the index's loaded mailboxes'), ranked."""
+    report = HealthReport(mailboxes=rows.visible_mailboxes)
     found = report.findings
     moment = now.timestamp()
     listening_for = thresholds.no_notifier
-    as_text = queries.as_text
-    for (
-        mailbox_id,
-        session_id,
-        name,
-        cursor,
-        left_at,
-        unread,
-        oldest,
-        oldest_at,
-        never,
-        never_first,
-        never_at,
-        delivered,
-        delivered_first,
-        delivered_at,
-    ) in rows:
-        if mailbox_id not in names or not unread:
-            continue
-        report.unread += unread
+    for unread in rows.ranges:
+        report.unread += unread.unread
         base = (
-            as_text(mailbox_id),
-            names[mailbox_id],
-            as_text(session_id),
-            as_text(name),
+            unread.mailbox_id,
+            rows.participants[unread.mailbox_id],
+            unread.session_id,
+            unread.display_name,
         )
-        through = cursor if isinstance(cursor, int) else 0
 
         def finding(
             kind: str,
@@ -248,64 +185,49 @@ def collect(
             created: str,
             age: float,
             base: tuple[str, str, str, str] = base,
-            tail: tuple[int, int] = (unread, through),
+            tail: tuple[int, int] = (unread.unread, unread.processed_through),
         ) -> Finding:
             return Finding(kind, *base, count, first, created, age, *tail)
 
-        oldest_text = as_text(oldest_at)
+        oldest_text = unread.oldest_at
         oldest_age = _age(oldest_text, now)
-        if left_at is not None:
-            found.append(finding("receiver-gone", unread, oldest, oldest_text, oldest_age))
+        whole = (unread.unread, unread.oldest_sequence, oldest_text, oldest_age)
+        if unread.left:
+            found.append(finding("receiver-gone", *whole))
             continue
-        notifier = notifiers.get(base[2]) if notifiers is not None else None
+        notifier = notifiers.get(unread.session_id) if notifiers is not None else None
         if (
             notifier is not None
             and not notifier.listening(moment, listening_for)
             and oldest_age >= listening_for
         ):
-            found.append(finding("no-notifier", unread, oldest, oldest_text, oldest_age))
+            found.append(finding("no-notifier", *whole))
             continue  # it explains the rest: counted once
-        if never:
-            created = as_text(never_at)
+        for kind, count, first, created, limit in (
+            (
+                "never-woken",
+                unread.never_woken,
+                unread.never_woken_first,
+                unread.never_woken_at,
+                thresholds.never_woken,
+            ),
+            (
+                "woken-unprocessed",
+                unread.woken,
+                unread.woken_first,
+                unread.woken_at,
+                thresholds.woken_unprocessed,
+            ),
+        ):
+            if not count or first is None or created is None:
+                continue
             age = oldest_age if created == oldest_text else _age(created, now)
-            if age >= thresholds.never_woken:
-                found.append(finding("never-woken", never, never_first, created, age))
-        if delivered:
-            created = as_text(delivered_at)
-            age = oldest_age if created == oldest_text else _age(created, now)
-            if age >= thresholds.woken_unprocessed:
-                found.append(finding("woken-unprocessed", delivered, delivered_first, created, age))
+            if age >= limit:
+                found.append(finding(kind, count, first, created, age))
         if oldest_age >= thresholds.lagging:
-            found.append(finding("lagging", unread, oldest, oldest_text, oldest_age))
+            found.append(finding("lagging", *whole))
     found.sort(key=lambda f: (-SEVERITY[f.kind], -f.age_seconds, f.mailbox_id))
     return report
-
-
-# Up to this many mailboxes, health is read for each by key (the index's loaded cards).
-_IDS_BY_KEY: Final = 500
-
-
-def _participant_names(db: sqlite3.Connection, ids: set[Any]) -> dict[Any, str]:
-    """``A ⇄ B`` per mailbox in TermAl's participant order (queries.participants'),
-    as plain strings: a health pass over 100,000 mailboxes builds no records for it."""
-    if not ids:
-        return {}
-    params: dict[str, Any] = {}
-    where = ""
-    if len(ids) <= _IDS_BY_KEY:
-        keys = [f"n{index}" for index in range(len(ids))]
-        params = dict(zip(keys, sorted(ids, key=str), strict=True))
-        where = f"WHERE mailbox_id IN ({', '.join(':' + key for key in keys)}) "
-    grouped: dict[Any, list[str]] = {}
-    as_text = queries.as_text
-    for mailbox_id, name in db.execute(
-        f"SELECT mailbox_id, display_name FROM mailbox_participants {where}"
-        "ORDER BY mailbox_id, session_id",
-        params,
-    ):
-        if mailbox_id in ids:
-            grouped.setdefault(mailbox_id, []).append(name if type(name) is str else as_text(name))
-    return {mailbox_id: " ⇄ ".join(found) for mailbox_id, found in grouped.items()}
 
 
 async def health_report(
@@ -319,7 +241,8 @@ async def health_report(
     moment = now or utc_now()
     limits = thresholds or Thresholds()
     notifiers = read_notifiers(reader.path, moment.timestamp())
-    return await reader.query(lambda db: collect(db, moment, limits, notifiers, mailbox_ids))
+    rows = await reader.health_rows(mailbox_ids)
+    return collect(rows, moment, limits, notifiers)
 
 
 def utc_now() -> datetime:

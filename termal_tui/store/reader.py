@@ -25,9 +25,9 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
@@ -39,7 +39,7 @@ from termal_tui.formats import (
     clamp_read_limit,
 )
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
-from termal_tui.store import queries
+from termal_tui.store import health_queries, queries
 from termal_tui.store.connection import (  # the file states re-exported for the viewer
     FILE_GONE as FILE_GONE,
 )
@@ -57,7 +57,11 @@ from termal_tui.store.connection import (
     run,
 )
 from termal_tui.store.errors import NotFoundError, StorageError
+from termal_tui.store.health_queries import HealthRows
 from termal_tui.store.schema import SchemaInfo, verify_readable
+
+if TYPE_CHECKING:
+    from termal_tui.store.board.reader import BoardReader
 
 T = TypeVar("T")
 
@@ -80,7 +84,23 @@ class MailboxReader(FollowsPath):
         self.snapshot = snapshot
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
+        self._board: BoardReader | None = None
         self.follow(path, identity)  # the file this connection reads
+
+    def board(self) -> BoardReader:
+        """The board's reader over this same read-only connection (one connection per
+        open file for the whole viewer; closed with this one)."""
+        if self._board is None:
+            from termal_tui.store.board.reader import BoardReader
+
+            self._board = BoardReader(self._db, self.path, self.snapshot, self.identity)
+            self._board.closed = self.closed
+        return self._board
+
+    def _mark_closed(self) -> None:
+        self.closed = True
+        if self._board is not None:
+            self._board.closed = True
 
     async def _snapshot(self, work: Callable[[sqlite3.Connection], T], single: bool = False) -> T:
         """Run ``work`` as one snapshot in one thread hop (``single``: one statement)."""
@@ -224,11 +244,10 @@ class MailboxReader(FollowsPath):
             lambda db: queries.fetch_message(db, message_id, session_id, outcome), single=True
         )
 
-    async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` on the read-only connection as one read snapshot, in one thread
-        hop (for read models built above the store, such as health.py's report). The
-        connection is ``mode=ro`` with ``query_only``: ``work`` cannot write."""
-        return await self._snapshot(work)
+    async def health_rows(self, mailbox_ids: Collection[str] | None = None) -> HealthRows:
+        """Every participant's unread range and its rows' wake states, in one read
+        snapshot (only in ``mailbox_ids`` when given), for health.py's report."""
+        return await self._snapshot(lambda db: health_queries.read_health_rows(db, mailbox_ids))
 
     async def search_chunk(
         self,
@@ -276,7 +295,7 @@ class MailboxReader(FollowsPath):
         return await self._snapshot(work)
 
     async def close(self) -> None:
-        self.closed = True
+        self._mark_closed()
         await self._db.close()
 
 
@@ -333,5 +352,5 @@ async def open_reader(
     try:
         yield reader
     finally:
-        reader.closed = True
+        reader._mark_closed()
         await db.close()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from termal_tui.health import HealthReport
     from termal_tui.models import MailboxMessage
+    from termal_tui.views.live import LiveEvent, LiveSource, Subscription
 
 
 @dataclass
@@ -49,6 +50,21 @@ class WorkerFailures:
         if event.state == WorkerState.ERROR:
             event.stop()
             cast("MessagePump", self).post_message(read_failed(event.worker.error))
+
+
+@dataclass
+class LiveChanged(Message):
+    """The live source's news (``views.live.LiveEvent``), posted to a widget or screen
+    that subscribed with :func:`follow_live`: handle it in ``on_live_changed``."""
+
+    event: LiveEvent
+
+
+def follow_live(pump: MessagePump, source: LiveSource) -> Subscription:
+    """Subscribe ``pump`` (a widget or screen) to a ``LiveSource``: each event arrives
+    as a :class:`LiveChanged` message in its own queue. Returns the subscription (close
+    it on unmount)."""
+    return source.subscribe(lambda event: pump.post_message(LiveChanged(event)))
 
 
 @dataclass

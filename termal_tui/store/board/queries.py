@@ -4,6 +4,7 @@ read answers the same through either. Nothing here changes the file."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -267,3 +268,32 @@ def history(db: sqlite3.Connection, scope_id: str, key: str) -> list[BoardHead]:
         (scope_id, key),
     ).fetchall()
     return [head_from_row(row, strict=False) for row in rows]
+
+
+# ------------------------------------------------------------------- project names
+
+TERMAL_METADATA_KEY = "metadataState"  # TermAl's persist.rs SQLITE_METADATA_KEY
+
+
+def termal_project_names(db: sqlite3.Connection) -> dict[str, str]:
+    """Project id → name from TermAl's own ``termal.sqlite`` (its metadata state);
+    empty when the file is not TermAl's after all."""
+    try:
+        row = db.execute(
+            "SELECT value_json FROM app_state WHERE key = ?", (TERMAL_METADATA_KEY,)
+        ).fetchone()
+        if row is None:
+            return {}
+        state = json.loads(row[0])
+        return {str(p["id"]): str(p["name"]) for p in state["projects"]}
+    except (sqlite3.Error, ValueError, TypeError, KeyError):
+        return {}
+
+
+def registry_project_names(db: sqlite3.Connection) -> dict[str, str]:
+    """Project id → name from termal-tui's session registry (projects it minted for
+    sessions outside TermAl's); empty for a registry from before projects existed."""
+    try:
+        return {str(r[0]): str(r[1]) for r in db.execute("SELECT id, name FROM projects")}
+    except sqlite3.Error:
+        return {}

@@ -32,6 +32,7 @@ from termal_tui.store.connection import (
     file_identity,
     inspect_database_file,
     is_busy,
+    read_only_uri,
     read_snapshot,
     run,
 )
@@ -176,6 +177,41 @@ class BoardReader(FollowsPath):
     async def close(self) -> None:
         self.closed = True
         await self._db.close()
+
+
+# ------------------------------------------------------------------- project names
+
+TERMAL_STATE_FILENAME = "termal.sqlite"  # TermAl's own state, beside the coordination file
+
+
+def _names_from(path: Path, read: Callable[[sqlite3.Connection], dict[str, str]]) -> dict[str, str]:
+    """``read`` over ``path`` opened read-only (an immutable open when the file is not in
+    use, so no sidecar is created); empty when there is no such file or it cannot be read."""
+    if not path.is_file() or path.is_symlink():
+        return {}
+    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    try:
+        db = sqlite3.connect(read_only_uri(path, immutable=not in_use), uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        db.execute("PRAGMA query_only = ON")
+        return read(db)
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
+def project_names(db_path: Path, registry_path: Path) -> dict[str, str]:
+    """Scope id → project name for the board of ``db_path``: TermAl's projects (its
+    ``termal.sqlite`` beside the file) win over the ones termal-tui's registry at
+    ``registry_path`` minted. Read-only and synchronous (run it off the event loop)."""
+    names = _names_from(registry_path, queries.registry_project_names)
+    names.update(
+        _names_from(db_path.with_name(TERMAL_STATE_FILENAME), queries.termal_project_names)
+    )
+    return names
 
 
 async def _open_verified(path: Path, *, immutable: bool, busy_timeout_ms: int):

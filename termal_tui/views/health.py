@@ -1,0 +1,216 @@
+"""What the health view shows, headless (no textual, no rich): the ranked findings of
+the last good pass, their counts, and the one status line (Live, Paused, Stale with the
+time of the last good pass, the file not there yet), plus when the next pass may run.
+
+The screen renders it and owns its keys; it never decides. Passes are started when the
+live source reports a change (or a tick, or ``r``); :meth:`HealthView.due` spaces them
+out after a slow one, on an injected monotonic clock, so tests drive time with a call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Final, NamedTuple
+
+from termal_tui.health import Finding, HealthReport, Thresholds
+from termal_tui.sanitize import visible_line
+from termal_tui.vocabulary import counted
+
+MAX_SHOWN: Final = 500  # findings listed (ranked); a line says how many more there are
+SLOW_FACTOR: Final = 20.0  # after a pass of t seconds, the next waits at least 20 t…
+SLOW_PASS: Final = 0.5  # …when t is at least this (a busy machine slows small passes too)
+CHECKING: Final = " · checking…"
+TITLE: Final = "termal-tui (read-only) — delivery health"
+HEADING: Final = "Delivery health · stuck hand-offs, worst first"
+MUTED: Final = "$foreground 65%"
+
+Segment = tuple[str, str]  # (text, style): the screen turns these into its own text
+
+
+class Counts(NamedTuple):
+    """What a report counted before it was cut to the findings listed."""
+
+    rows: int  # stuck unread rows, each once
+    mailboxes: int  # mailboxes with a finding
+    findings: int  # findings in all
+
+
+def identity(finding: Finding) -> tuple[str, str, str]:
+    """What a finding is about: the highlight stays on it across passes."""
+    return (finding.kind, finding.mailbox_id, finding.session_id)
+
+
+def _wall() -> datetime:
+    return datetime.now().astimezone()
+
+
+class HealthView:
+    """The health view's state and decisions, fed by passes over the live file."""
+
+    def __init__(
+        self,
+        thresholds: Thresholds | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        live: bool = True,
+        file_name: str = "",
+    ) -> None:
+        self.thresholds = thresholds or Thresholds()
+        self.clock = clock or _wall
+        self.monotonic = monotonic
+        self.live = live  # False: paused (interval 0) or a snapshot; no passes of its own
+        self.file_name = file_name
+        self.report: HealthReport | None = None  # the listed findings (at most MAX_SHOWN)
+        self.counts: Counts | None = None
+        self.checking = False
+        self.good_at: str | None = None  # when the last pass that read the file ended
+        self.stale_reason = ""  # why the last pass failed, until one succeeds
+        self.missing = ""  # the file is not there (and nothing was read from it): why
+        self._finished_at = -1e18
+        self._took = 0.0  # seconds the last pass took
+        self._started_at = 0.0
+
+    # ------------------------------------------------------------------ passes
+
+    def due(self, *, asked: bool = False) -> bool:
+        """May a pass start now? Never while one runs; after a slow pass (one that took
+        seconds on a huge file) not before ``SLOW_FACTOR`` times its duration has gone
+        by, so the view never keeps a core busy. A person asking (``r``) is always due."""
+        if self.checking:
+            return False
+        if asked:
+            return True
+        slow = self._took >= SLOW_PASS  # a small file's pass is never held back
+        return not (slow and self.monotonic() - self._finished_at < SLOW_FACTOR * self._took)
+
+    def begin(self) -> None:
+        self.checking = True
+        self._started_at = self.monotonic()
+
+    def _end(self) -> None:
+        self.checking = False
+        self._finished_at = self.monotonic()
+        self._took = self._finished_at - self._started_at
+
+    def loaded(self, report: HealthReport) -> None:
+        """A pass succeeded: counted whole, then only the worst ``MAX_SHOWN`` findings
+        are kept (400,000 findings need not stay in memory for 500 rows)."""
+        self._end()
+        self.stale_reason = ""
+        self.missing = ""
+        self.good_at = self.clock().strftime("%H:%M:%S")
+        self.counts = Counts(report.stuck_rows, len(report.by_mailbox()), len(report.findings))
+        self.report = HealthReport(
+            findings=report.findings[:MAX_SHOWN], mailboxes=report.mailboxes, unread=report.unread
+        )
+
+    def failed(self, reason: str) -> None:
+        """A pass failed: Stale with the reason until one succeeds (the listed findings
+        of the last good pass stay)."""
+        self._end()
+        self.stale_reason = reason
+
+    def file_missing(self, reason: str) -> None:
+        """The live source says nothing is at the path (never opened, or gone)."""
+        self.checking = False
+        self.missing = reason or "the database file is not there"
+        if self.report is not None:  # it was read before: Stale, the findings stay
+            self.stale_reason = self.missing
+
+    # ------------------------------------------------------------- what it shows
+
+    @property
+    def never_read(self) -> bool:
+        return self.good_at is None
+
+    @property
+    def more(self) -> int:
+        """Findings counted but not listed."""
+        if self.report is None or self.counts is None:
+            return 0
+        return self.counts.findings - len(self.report.findings)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings if self.report is not None else []
+
+    def highlight_after(
+        self, previous: list[Finding], at: int | None, previous_more: int = 0
+    ) -> int:
+        """Where the highlight goes after a redraw: on the same finding (by what it is
+        about) when it is still listed, on "… and N more" when it was there, else 0."""
+        if at is not None and at == len(previous) and previous_more and self.more:
+            return len(self.findings)
+        if at is not None and 0 <= at < len(previous):
+            keys = [identity(finding) for finding in self.findings]
+            chosen = identity(previous[at])
+            if chosen in keys:
+                return keys.index(chosen)
+        return 0
+
+    def _state(self, live: bool) -> Segment:
+        """``● Live 12:00:00``; Stale with the time of the last good pass, or none."""
+        moment = f" {self.good_at}" if self.good_at else ""
+        if not live:
+            return (f"● Stale{moment}", "bold $error")
+        if not self.live:
+            return (f"⏸ Paused{moment}", "bold $warning")
+        return (f"● Live{moment}", "bold $success")
+
+    def status(self, room: int) -> list[Segment]:
+        """The status line at ``room`` cells (a Stale reason on a line of its own)."""
+        if self.missing and self.never_read:
+            name = visible_line(self.file_name, 60) or "the database file"
+            return [
+                ("◌ Not there yet", "bold $warning"),
+                (f" · {name} does not exist (yet): nothing to check\n", MUTED),
+                (visible_line(self.missing, 300), MUTED),
+            ]
+        if self.stale_reason:
+            listed = " · the findings of that pass" if self.report is not None else ""
+            return [
+                self._state(live=False),
+                (f"{listed}\n", MUTED),
+                (visible_line(self.stale_reason, 300), "$error"),
+            ]
+        if self.report is None or self.counts is None:
+            return [("◌ Checking every mailbox…", MUTED)]
+        report, state = self.report, self._state(live=True)
+        checking = [(CHECKING, MUTED)] if self.checking else []
+        if report.healthy:
+            mailboxes = counted(report.mailboxes, "mailbox", "mailboxes")
+            return [
+                state,
+                (
+                    f" · ✓ Nothing is stuck: {mailboxes}, {report.unread:,} unread, every "
+                    "unread row is recent or on its way.",
+                    "bold $success",
+                ),
+                *checking,
+            ]
+        rows, stuck_in = self.counts.rows, self.counts.mailboxes
+        of = counted(report.mailboxes, "mailbox", "mailboxes")
+        choices = (
+            f" · {counted(rows, 'stuck unread row')} in {stuck_in:,} of {of}",
+            f" · {rows:,} stuck in {stuck_in:,} of {of}",
+            f" · {rows:,} stuck in {counted(stuck_in, 'mailbox', 'mailboxes')}",
+        )
+        words = choices[-1]
+        for words in choices:
+            if len(state[0]) + len(words) <= room - len(CHECKING):  # room for "checking…"
+                break
+        line = [state, (words, "bold $warning")]
+        hint = " · enter opens the first affected message"
+        if len(state[0]) + len(words) + len(hint) + len(CHECKING) <= room:
+            line.append((hint, MUTED))
+        return line + checking
+
+    def more_line(self) -> str:
+        left = self.more
+        return (
+            f"… and {counted(left, 'more finding')}, less severe or more recent: "
+            "`termal-tui doctor` lists them all"
+        )
