@@ -1,24 +1,27 @@
 """Is anyone listening? Which sessions have a live notifier, read from the session
 registry without changing it.
 
-Mail is lost to a dead notifier when nothing wakes its receiver: no channel server
-connected for the session, and no hook of its agent has run for a while. The registry
-(``termal-tui-sessions.sqlite``, beside the coordination database) records both: a
-channel server's pid and heartbeat, and each hook run. This is the read-only view of
-that, for ``doctor`` and the viewer's health view (which must not import the agents'
-layer, nor write anything).
+Mail is lost to a dead notifier when nothing wakes its receiver: no channel listener
+holding the session's channel, and no hook of its agent has run for a while. The
+registry (``termal-tui-sessions.sqlite``, beside the coordination database) records
+both: every channel listener (a local ``termal-tui mcp --channel``, or a remote shim's
+stream held by the hub) with its process and heartbeat, and each hook run. This is the
+read-only view of that, for ``doctor``, ``session list`` and the viewer's health view
+(which must not import the agents' layer, nor write anything). The SQL is the store's
+(``store/registry/wakes.py``).
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, NamedTuple
 
 REGISTRY_FILENAME: Final = "termal-tui-sessions.sqlite"
-# A channel server heartbeats every second; one missed by this long is gone.
+# A channel listener heartbeats every second; one missed by this long is gone.
 CHANNEL_STALE_SECONDS: Final = 5.0
 
 
@@ -39,19 +42,71 @@ def pid_alive(pid: int) -> bool:
 
 
 def channel_alive(pid: int | None, seen_at: float | None, now: float) -> bool:
-    """A channel server is connected: it heartbeat recently and its process lives."""
+    """A channel listener is connected: it heartbeat recently and its process lives (the
+    process that pushes — a local server, or the hub — runs beside the registry)."""
     if pid is None or seen_at is None:
         return False
     return now - seen_at <= CHANNEL_STALE_SECONDS and pid_alive(pid)
 
 
+class Listener(NamedTuple):
+    """One process taking a session's wake-ups. ``kind`` is ``local`` (``termal-tui mcp
+    --channel`` on this machine: ``pid`` is it) or ``remote`` (a ``termal-tui mcp --remote
+    --channel`` shim whose stream the hub holds: ``pid`` is the hub's, ``host`` the
+    shim's address, ``peer`` what the shim said of itself, ``pid@host``)."""
+
+    id: str
+    session_id: str
+    kind: str
+    pid: int
+    host: str
+    peer: str | None
+    since: float  # epoch seconds: when it started listening
+    seen_at: float  # epoch seconds: its last heartbeat
+
+    def alive(self, now: float) -> bool:
+        return channel_alive(self.pid, self.seen_at, now)
+
+    def describe(self) -> str:
+        """``local pid 4242 since 12:01:07`` / ``remote 10.0.0.7 (shim 77@laptop) via hub
+        pid 99 since …``: which process holds the channel, and since when."""
+        since = datetime.fromtimestamp(self.since, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        if self.kind == "remote":
+            shim = f" (shim {self.peer})" if self.peer else ""
+            return f"remote {self.host}{shim} via hub pid {self.pid} since {since} UTC"
+        return f"local pid {self.pid} since {since} UTC"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "pid": self.pid,
+            "host": self.host,
+            "peer": self.peer,
+            "since": datetime.fromtimestamp(self.since, UTC).isoformat(),
+            "lastSeen": datetime.fromtimestamp(self.seen_at, UTC).isoformat(),
+        }
+
+
+def channel_holder(listeners: Iterable[Listener], now: float) -> Listener | None:
+    """The listener that holds a session's channel: the newest one that is alive (a
+    newer listener wins over an older one; a dead one wins over nothing)."""
+    best: Listener | None = None
+    for listener in listeners:
+        if listener.alive(now) and (
+            best is None or (listener.since, listener.id) > (best.since, best.id)
+        ):
+            best = listener
+    return best
+
+
 class Notifier(NamedTuple):
-    """What wakes one registered session: a live channel server, or hooks that ran."""
+    """What wakes one registered session: a live channel listener, or hooks that ran."""
 
     session_id: str
     name: str
     channel: bool
     hook_seen_at: float | None  # epoch seconds of its agent's last hook run
+    holder: Listener | None = None  # who holds the channel, when one does
 
     def listening(self, now: float, hook_window: float) -> bool:
         return self.channel or (
@@ -61,43 +116,33 @@ class Notifier(NamedTuple):
 
 def read_notifiers(db_path: Path, now: float | None = None) -> dict[str, Notifier] | None:
     """Every live registered session's notifier, by session id; None when there is no
-    registry (sessions TermAl runs are not ours to judge). Read-only: ``mode=ro``, and
-    an immutable snapshot when the registry is not in use (so no sidecar is created)."""
+    registry (sessions TermAl runs are not ours to judge). Read-only."""
+    from termal_tui.store.registry.wakes import read_notifier_rows
+
     path = registry_path_for(db_path)
     if not path.is_file() or path.is_symlink():
         return None
     moment = time.time() if now is None else now
-    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
-    uri = path.resolve().as_uri() + ("?mode=ro" if in_use else "?mode=ro&immutable=1")
-    try:
-        db = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error:
+    found = read_notifier_rows(path)
+    if found is None:
         return None
-    try:
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-        if "notifier_seen" in tables:  # registry version 3 and later
-            hooks = "(SELECT hook_seen_at FROM notifier_seen n WHERE n.session_id = s.id)"
-        else:
-            hooks = "NULL"
-        rows = db.execute(
-            f"SELECT s.id, s.name, s.channel_pid, s.channel_seen_at, {hooks} FROM sessions s "
-            "WHERE s.removed_at IS NULL"
-        ).fetchall()
-    except sqlite3.Error:
-        return None
-    finally:
-        db.close()
-    found = {}
-    for session_id, name, pid, seen, hook_seen in rows:
-        alive = channel_alive(
+    by_session: dict[str, list[Listener]] = {}
+    for row in found.listeners:
+        by_session.setdefault(str(row[1]), []).append(Listener(*row))
+    notifiers = {}
+    for session_id, name, pid, seen, hook_seen in found.sessions:
+        holder = channel_holder(by_session.get(str(session_id), ()), moment)
+        # A registry written by a version before 5 records one channel on the session.
+        legacy = channel_alive(
             pid if isinstance(pid, int) else None,
             seen if isinstance(seen, int | float) else None,
             moment,
         )
-        found[str(session_id)] = Notifier(
+        notifiers[str(session_id)] = Notifier(
             str(session_id),
             str(name),
-            alive,
+            holder is not None or legacy,
             float(hook_seen) if isinstance(hook_seen, int | float) else None,
+            holder,
         )
-    return found
+    return notifiers

@@ -21,18 +21,22 @@ locks while TermAl runs, an immutable snapshot otherwise); nothing here uses asy
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from termal_tui.agents.registry import Registry, Session
 from termal_tui.store.errors import NotFoundError, StorageError, ValidationError
-from termal_tui.store.sqlite import display_path, read_only_uri
+from termal_tui.store.registry import projects as store_projects
+from termal_tui.store.registry.projects import (
+    TERMAL_METADATA_KEY as TERMAL_METADATA_KEY,
+)
+from termal_tui.store.registry.projects import (
+    TERMAL_STATE_FILENAME as TERMAL_STATE_FILENAME,
+)
+from termal_tui.store.registry.projects import termal_state_path as termal_state_path
+from termal_tui.store.sqlite import display_path
 
-TERMAL_STATE_FILENAME = "termal.sqlite"
-TERMAL_METADATA_KEY = "metadataState"  # persist.rs SQLITE_METADATA_KEY
 LOCAL_REMOTE_ID = "local"  # turns.rs LOCAL_REMOTE_ID
 
 # board_routes.rs resolve_board_scope_for_session, verbatim.
@@ -62,38 +66,12 @@ class Project(NamedTuple):
         return self.remote_id == LOCAL_REMOTE_ID
 
 
-def termal_state_path(db_path: Path) -> Path:
-    """TermAl's state database beside a coordination database (``~/.termal/``)."""
-    return db_path.expanduser().with_name(TERMAL_STATE_FILENAME)
-
-
 def read_termal_projects(path: Path) -> list[Project]:
-    """TermAl's projects (``PersistedState.projects`` in ``app_state``), read-only; an
-    absent file has none. Raises StorageError when the file cannot be read as TermAl's."""
-    if not path.exists():
-        return []
-    in_use = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    """TermAl's projects (``PersistedState.projects`` in ``app_state``), read-only through
+    the store; an absent file has none. Raises StorageError when the file cannot be read
+    as TermAl's."""
+    found = store_projects.read_termal_projects(path)
     try:
-        db = sqlite3.connect(read_only_uri(path, immutable=not in_use), uri=True)
-    except sqlite3.Error as error:
-        raise StorageError(
-            f"cannot read TermAl's projects from {display_path(path)}: {error}"
-        ) from error
-    try:
-        db.execute("PRAGMA query_only = ON")
-        row = db.execute(
-            "SELECT value_json FROM app_state WHERE key = ?", (TERMAL_METADATA_KEY,)
-        ).fetchone()
-    except sqlite3.Error as error:
-        raise StorageError(
-            f"cannot read TermAl's projects from {display_path(path)}: {error}"
-        ) from error
-    finally:
-        db.close()
-    if row is None:
-        return []
-    try:
-        state: Any = json.loads(row[0])
         return [
             Project(
                 id=str(p["id"]),
@@ -102,9 +80,9 @@ def read_termal_projects(path: Path) -> list[Project]:
                 source="termal",
                 remote_id=str(p["remoteId"]),
             )
-            for p in state["projects"]
+            for p in found
         ]
-    except (ValueError, TypeError, KeyError) as error:
+    except (TypeError, KeyError) as error:
         raise StorageError(
             f"cannot read TermAl's projects from {display_path(path)}: its metadata state is "
             f"not TermAl's ({type(error).__name__}: {error})"

@@ -3,130 +3,49 @@
 It lives in its own SQLite file beside the coordination database, so
 ``coordination.sqlite`` stays exactly TermAl's format. Besides names and ids it
 keeps what the wake mechanism needs to report receipts honestly: whether a
-session is in a turn (hooks record it), whether a channel-capable MCP server is
-connected for it, and which mailboxes have a wake pushed and not yet read.
+session is in a turn (hooks record it), which processes listen on its channel (and
+which one holds it: the newest live one), and which mailboxes have a wake pushed and
+not yet read.
 
-Every method is one short transaction (WAL, so readers never wait); one long-lived
-connection per Registry, with no transaction held between calls, so any number of
-processes share the file.
+This is the API the rest of the code uses; every SQL statement is the store's
+(``store/registry/``). Every method is one short transaction (WAL, so readers never
+wait), so any number of processes share the file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
-import threading
+import socket
 import time
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
-from termal_tui.notifiers import channel_alive, registry_path_for
+from termal_tui.notifiers import (
+    CHANNEL_STALE_SECONDS,
+    Listener,
+    channel_holder,
+    registry_path_for,
+)
 from termal_tui.sanitize import contains_terminal_escape, visible_line
-from termal_tui.store.errors import (
-    ConflictError,
-    NotFoundError,
-    RetryableError,
-    StorageError,
-    ValidationError,
-)
-from termal_tui.store.sqlite import (
-    SIDECAR_SUFFIXES,
-    FileKind,
-    check_before_write,
-    describe_error,
-    display_path,
-    harden_files,
-)
+from termal_tui.store.errors import ConflictError, NotFoundError, ValidationError
+from termal_tui.store.registry import projects as store_projects
+from termal_tui.store.registry import sessions as store_sessions
+from termal_tui.store.registry import tokens as store_tokens
+from termal_tui.store.registry import wakes as store_wakes
+from termal_tui.store.registry.database import RegistryDatabase
+from termal_tui.store.registry.schema import REGISTRY_FILE as REGISTRY_FILE
+from termal_tui.store.registry.schema import REGISTRY_VERSION as REGISTRY_VERSION
+from termal_tui.store.registry.tokens import token_hash as token_hash
 
-REGISTRY_VERSION = 4  # 2: projects (the board's scopes); 3: notifier_seen, wake_reoffers;
-# 4: session_tokens (a hub's bearer tokens)
 NAME_MAX_CHARS = 64
 _FORBIDDEN_IN_NAMES = set("/\\?#%")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    name_key TEXT NOT NULL,
-    agent TEXT,
-    workdir TEXT,
-    created_at TEXT NOT NULL,
-    removed_at TEXT,
-    turn_started_at TEXT,
-    channel_pid INTEGER,
-    channel_seen_at REAL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS sessions_live_name
-    ON sessions(name_key) WHERE removed_at IS NULL;
-CREATE TABLE IF NOT EXISTS wake_marks (
-    session_id TEXT NOT NULL,
-    mailbox_id TEXT NOT NULL,
-    pending INTEGER NOT NULL,
-    seen_through INTEGER NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (session_id, mailbox_id)
-);
-"""
-# Version 2: board scopes for sessions outside TermAl's projects (``agents/projects.py``).
-# Every statement is IF NOT EXISTS, so opening a version-1 file runs the whole script
-# once (in one BEGIN IMMEDIATE) and that is its migration; no existing row changes.
-_SCHEMA += """
-CREATE TABLE IF NOT EXISTS projects (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    root_path TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS session_projects (
-    session_id TEXT PRIMARY KEY,
-    project_id TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-"""
-
-
-# Version 3: is anyone listening? When each session's hooks last ran (``notifiers.py``
-# reads it, read-only), and the one wake a channel server re-offers for a mailbox whose
-# wake was pushed and then ignored. IF NOT EXISTS, as version 2.
-_SCHEMA += """
-CREATE TABLE IF NOT EXISTS notifier_seen (
-    session_id TEXT PRIMARY KEY,
-    hook_seen_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS wake_reoffers (
-    session_id TEXT NOT NULL,
-    mailbox_id TEXT NOT NULL,
-    through INTEGER NOT NULL,
-    offered_at TEXT NOT NULL,
-    PRIMARY KEY (session_id, mailbox_id)
-);
-"""
-
-# Version 4: one bearer token per session for ``termal-tui serve`` (``agents/hub.py``).
-# Only the token's SHA-256 is kept (a token is 256 random bits: no salt or stretching
-# adds anything); a revoked token keeps its row, so the hub can tell it from a new one
-# only in its log. IF NOT EXISTS, as version 2.
-_SCHEMA += """
-CREATE TABLE IF NOT EXISTS session_tokens (
-    session_id TEXT PRIMARY KEY,
-    token_hash TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-);
-"""
-
 TOKEN_PREFIX = "ttk_"
-
-
-def token_hash(token: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+# A listener that has not beaten for this long is forgotten when another registers.
+_FORGET_LISTENERS_AFTER = 24 * 3600.0
 
 
 def name_key(name: str) -> str:
@@ -181,8 +100,7 @@ class Session(NamedTuple):
     created_at: str
     removed_at: str | None
     turn_started_at: str | None
-    channel_pid: int | None
-    channel_seen_at: float | None
+    channel: Listener | None = None  # who held its channel when it was read
 
     @property
     def live(self) -> bool:
@@ -192,12 +110,18 @@ class Session(NamedTuple):
     def in_turn(self) -> bool:
         return self.turn_started_at is not None
 
+    @property
+    def channel_pid(self) -> int | None:
+        return None if self.channel is None else self.channel.pid
+
+    @property
+    def channel_seen_at(self) -> float | None:
+        return None if self.channel is None else self.channel.seen_at
+
     def channel_connected(self, now: float | None = None) -> bool:
-        if self.channel_pid is None or self.channel_seen_at is None:
+        if self.channel is None:
             return False
-        return channel_alive(
-            self.channel_pid, self.channel_seen_at, time.time() if now is None else now
-        )
+        return self.channel.alive(time.time() if now is None else now)
 
     def to_wire(self) -> dict[str, Any]:
         """The session as ``termal_list_sessions`` lists it (TermAl's fields)."""
@@ -219,135 +143,56 @@ class Session(NamedTuple):
         return "idle"
 
 
-_COLUMNS = (
-    "id, name, agent, workdir, created_at, removed_at, turn_started_at, channel_pid, "
-    "channel_seen_at"
-)
+class RegisteredProject(NamedTuple):
+    """A project minted by termal-tui for a session outside TermAl's projects."""
 
-
-def _session(row: tuple[object, ...]) -> Session:
-    return Session(*row)  # type: ignore[arg-type]
-
-
-REGISTRY_FILE = FileKind("termal-tui session registry", frozenset({"sessions", "wake_marks"}))
-
-
-def _create_private(path: Path) -> None:
-    """Create the registry file 0600 before SQLite opens it (never a moment at 0644)."""
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
-
-
-def _remove_new(path: Path) -> None:
-    """Remove a registry this process just created and could not set up."""
-    for candidate in [path, *(Path(f"{path}{suffix}") for suffix in SIDECAR_SUFFIXES)]:
-        with contextlib.suppress(OSError):
-            candidate.unlink()
+    id: str
+    name: str
+    root_path: str
+    created_at: str
 
 
 class Registry:
-    """Sessions by id and name. Construct with the registry file's path."""
+    """Sessions by id and name. Construct with the registry file's path; ``clock`` is
+    the wall clock heartbeats are stamped and judged with (tests drive it)."""
 
-    def __init__(self, path: Path, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self, path: Path, busy_timeout: float = 5.0, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self.path = path.expanduser()
-        self._timeout = busy_timeout
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self.clock = clock
+        self._db = RegistryDatabase(self.path, busy_timeout)
+        self._connect = self._db.transaction
 
     @classmethod
     def beside(cls, db_path: Path, busy_timeout: float = 5.0) -> Registry:
         return cls(registry_path_for(db_path), busy_timeout)
-
-    # ------------------------------------------------------------ plumbing
 
     def check(self, *, prepare: bool = False) -> bool:
         """The one check every file we write gets (``sqlite.check_before_write``), before
         anything opens this one: not a symlink, a regular SQLite file that is a session
         registry (or empty). ``prepare`` also creates its directory. Returns whether the
         file exists."""
-        return check_before_write(self.path, REGISTRY_FILE, prepare=prepare)
-
-    def _connection(self) -> sqlite3.Connection:
-        """One long-lived connection (no transaction is held between calls)."""
-        if self._db is None:
-            existed = self.check(prepare=True)
-            if not existed:
-                _create_private(self.path)
-            try:
-                db = sqlite3.connect(
-                    self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-                )
-            except (sqlite3.Error, OSError) as error:
-                if not existed:
-                    _remove_new(self.path)
-                raise StorageError(
-                    f"cannot open the session registry {display_path(self.path)}: {error}"
-                ) from error
-            try:
-                self._ensure(db)
-                # WAL with NORMAL: a heartbeat a second costs no fsync.
-                db.execute("PRAGMA synchronous = NORMAL")
-            except BaseException as error:
-                db.close()
-                if not existed:
-                    _remove_new(self.path)  # a failed first start leaves nothing behind
-                if isinstance(error, sqlite3.Error):
-                    raise describe_error(self.path, error, writing=True) from error
-                raise
-            harden_files(self.path)
-            self._db = db
-        return self._db
-
-    @contextmanager
-    def _connect(self, write: bool) -> Iterator[sqlite3.Connection]:
-        if not write and self._db is None and not self.path.exists():
-            # Nothing registered yet: a read answers from an empty registry and creates
-            # no file (a mistyped path must not leave one behind).
-            empty = sqlite3.connect(":memory:", isolation_level=None)
-            try:
-                empty.executescript(_SCHEMA)
-                yield empty
-            finally:
-                empty.close()
-            return
-        with self._lock:
-            try:
-                db = self._connection()
-                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield db
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            except sqlite3.OperationalError as error:
-                if "locked" in str(error) or "busy" in str(error):
-                    raise RetryableError(
-                        "the session registry is temporarily busy; no registry write was "
-                        "committed by this operation, so retry the same request"
-                    ) from error
-                raise describe_error(self.path, error, writing=write) from error
-            except sqlite3.DatabaseError as error:
-                raise describe_error(self.path, error, writing=write) from error
+        return self._db.check(prepare=prepare)
 
     def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        self._db.close()
 
-    def _ensure(self, db: sqlite3.Connection) -> None:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > REGISTRY_VERSION:
-            raise StorageError(
-                f"the session registry {self.path} has version {version}; this termal-tui "
-                f"understands up to {REGISTRY_VERSION}"
-            )
-        if version < REGISTRY_VERSION:
-            db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(
-                f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {REGISTRY_VERSION};COMMIT;"
-            )
+    def _sessions(self, db: Any, rows: list[tuple[object, ...]]) -> list[Session]:
+        """Rows made sessions, each with the listener holding its channel, if any."""
+        if not rows:
+            return []
+        now = self.clock()
+        by_session: dict[str, list[Listener]] = {}
+        for row in store_wakes.listeners(db):
+            by_session.setdefault(row[1], []).append(Listener(*row))
+        return [
+            Session(*row, channel_holder(by_session.get(str(row[0]), ()), now))  # type: ignore[arg-type]
+            for row in rows
+        ]
+
+    def _one(self, db: Any, row: tuple[object, ...] | None) -> Session | None:
+        return None if row is None else self._sessions(db, [row])[0]
 
     # ------------------------------------------------------------ sessions
 
@@ -355,30 +200,27 @@ class Registry:
         """Register a new session; its id is minted once and kept across restarts."""
         name = validate_name(raw_name)
         with self._connect(write=True) as db:
-            clash = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? AND removed_at IS NULL",
-                (name_key(name),),
-            ).fetchone()
+            clash = store_sessions.by_key_live(db, name_key(name))
             if clash is None:  # a live name that reads the same (one registered earlier)
                 skeleton = name_skeleton(name)
-                live = db.execute("SELECT id, name FROM sessions WHERE removed_at IS NULL")
-                clash = next((row for row in live if name_skeleton(row[1]) == skeleton), None)
+                clash = next(
+                    (
+                        row
+                        for row in store_sessions.live_names(db)
+                        if name_skeleton(row[1]) == skeleton
+                    ),
+                    None,
+                )
             if clash is not None:
                 raise ConflictError(
                     f"a session named `{clash[1]}` already exists ({clash[0]}); names are "
                     "unique case-insensitively"
                 )
             session_id = "session-" + os.urandom(6).hex()
-            db.execute(
-                "INSERT INTO sessions(id, name, name_key, agent, workdir, created_at) "
-                "VALUES(?, ?, ?, ?, ?, ?)",
-                (session_id, name, name_key(name), agent, workdir, _now()),
-            )
-            return _session(
-                db.execute(
-                    f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-                ).fetchone()
-            )
+            store_sessions.insert(db, session_id, name, name_key(name), agent, workdir, _now())
+            found = self._one(db, store_sessions.get(db, session_id))
+        assert found is not None
+        return found
 
     def ensure(
         self, raw_name: str, agent: str | None = None, workdir: str | None = None
@@ -395,29 +237,18 @@ class Registry:
             return self.find_live_by_name(raw_name)[0]
 
     def sessions(self, include_removed: bool = False) -> list[Session]:
-        where = "" if include_removed else "WHERE removed_at IS NULL"
         with self._connect(write=False) as db:
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY created_at, id"
-            ).fetchall()
-        return [_session(row) for row in rows]
+            return self._sessions(db, store_sessions.all_sessions(db, include_removed))
 
     def get(self, session_id: str) -> Session | None:
         with self._connect(write=False) as db:
-            row = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-        return None if row is None else _session(row)
+            return self._one(db, store_sessions.get(db, session_id))
 
     def by_name(self, name: str) -> list[Session]:
         """Every session with this name (case-insensitive), live and removed, oldest first:
         one query, for callers that tell the cases apart."""
         with self._connect(write=False) as db:
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE name_key = ? ORDER BY created_at, id",
-                (name_key(name.strip()),),
-            ).fetchall()
-        return [_session(row) for row in rows]
+            return self._sessions(db, store_sessions.by_key(db, name_key(name.strip())))
 
     def find_live_by_name(self, name: str) -> list[Session]:
         return [s for s in self.by_name(name) if s.live]
@@ -465,37 +296,85 @@ class Registry:
         """Mark a session removed (its mailboxes' participation is ended by the caller)."""
         target = self.resolve_own(reference)
         with self._connect(write=True) as db:
-            db.execute(
-                "UPDATE sessions SET removed_at = ?, turn_started_at = NULL, channel_pid = NULL, "
-                "channel_seen_at = NULL WHERE id = ? AND removed_at IS NULL",
-                (_now(), target.id),
-            )
-            db.execute("DELETE FROM wake_marks WHERE session_id = ?", (target.id,))
-            row = db.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (target.id,)
-            ).fetchone()
-        return _session(row)
+            store_sessions.mark_removed(db, target.id, _now())
+            found = self._one(db, store_sessions.get(db, target.id))
+        assert found is not None
+        return found
 
-    # ------------------------------------------------------------ turns and channels
+    # ------------------------------------------------------------ turns
 
     def set_turn(self, session_id: str, active: bool) -> None:
         with self._connect(write=True) as db:
-            db.execute(
-                "UPDATE sessions SET turn_started_at = ? WHERE id = ? AND removed_at IS NULL",
-                (_now() if active else None, session_id),
-            )
+            store_sessions.set_turn(db, session_id, _now() if active else None)
+
+    # ------------------------------------------------------------ channel listeners
+    #
+    # Every process that takes a session's wake-ups registers a listener and beats its
+    # heartbeat; the newest live one holds the channel (``notifiers.channel_holder``) and
+    # is the only one that pushes. A listener is released when its stream closes (or
+    # its process ends); one whose process died without a word stops counting when its
+    # heartbeat goes stale, or at once when its pid is gone.
+
+    def register_listener(
+        self,
+        session_id: str,
+        *,
+        kind: str = "local",
+        pid: int | None = None,
+        host: str | None = None,
+        peer: str | None = None,
+    ) -> Listener:
+        now = self.clock()
+        listener = Listener(
+            f"listener-{os.urandom(6).hex()}",
+            session_id,
+            kind,
+            os.getpid() if pid is None else pid,
+            socket.gethostname() if host is None else host,
+            peer,
+            now,
+            now,
+        )
+        with self._connect(write=True) as db:
+            store_wakes.drop_stale(db, now - _FORGET_LISTENERS_AFTER)
+            store_wakes.add_listener(db, tuple(listener))  # type: ignore[arg-type]
+        return listener
+
+    def beat_listener(self, listener_id: str) -> bool:
+        """A listener is still there; False when its row is gone (it was released)."""
+        with self._connect(write=True) as db:
+            return store_wakes.beat(db, listener_id, self.clock())
+
+    def release_listener(self, listener_id: str) -> None:
+        with self._connect(write=True) as db:
+            store_wakes.drop_listener(db, listener_id)
+
+    def listeners(self, session_id: str | None = None) -> list[Listener]:
+        """Listeners (of one session, or all), newest first, live or not."""
+        with self._connect(write=False) as db:
+            return [Listener(*row) for row in store_wakes.listeners(db, session_id)]
+
+    def channel_holder(self, session_id: str) -> Listener | None:
+        """The listener holding the session's channel now (the newest live one)."""
+        return channel_holder(self.listeners(session_id), self.clock())
 
     def heartbeat(self, session_id: str, pid: int | None) -> None:
-        """A channel server says it is connected (``pid=None``: it is going away)."""
+        """The old one-channel-per-session call: ``pid`` listens locally (``None``: every
+        listener this process registered for the session goes away)."""
+        if pid is None:
+            with self._connect(write=True) as db:
+                store_wakes.drop_listeners_of(db, session_id, os.getpid())
+            return
         with self._connect(write=True) as db:
-            db.execute(
-                "UPDATE sessions SET channel_pid = ?, channel_seen_at = ? WHERE id = ?",
-                (pid, None if pid is None else time.time(), session_id),
-            )
+            for row in store_wakes.listeners(db, session_id):
+                if row[3] == pid and row[2] == "local":
+                    store_wakes.beat(db, row[0], self.clock())
+                    return
+        self.register_listener(session_id, pid=pid)
 
     # ------------------------------------------------------------ wake marks
     #
-    # A channel server pushes at most one wake per mailbox until the agent engages
+    # A channel listener pushes at most one wake per mailbox until the agent engages
     # with that mailbox (reads or acknowledges it). ``seen_through`` is the highest
     # sequence the agent has been woken for or has read: a new wake is pushed only
     # for a never-woken row above it.
@@ -503,10 +382,7 @@ class Registry:
     def wake_marks(self, session_id: str) -> dict[str, tuple[bool, int]]:
         """mailbox id -> (a wake is pending, seen through)."""
         with self._connect(write=False) as db:
-            rows = db.execute(
-                "SELECT mailbox_id, pending, seen_through FROM wake_marks WHERE session_id = ?",
-                (session_id,),
-            ).fetchall()
+            rows = store_wakes.marks(db, session_id)
         return {row[0]: (bool(row[1]), int(row[2])) for row in rows}
 
     def has_pending_wake(self, session_id: str, mailbox_id: str, before: int) -> bool:
@@ -515,67 +391,37 @@ class Registry:
         already covers ``before`` (its channel server was quicker than the sender's check)
         is that message's own wake, so it does not count."""
         with self._connect(write=False) as db:
-            row = db.execute(
-                "SELECT 1 FROM wake_marks WHERE session_id = ? AND mailbox_id = ? "
-                "AND pending = 1 AND seen_through < ?",
-                (session_id, mailbox_id, before),
-            ).fetchone()
-        return row is not None
+            return store_wakes.has_pending(db, session_id, mailbox_id, before)
 
     def mark_wake_pushed(self, session_id: str, mailbox_id: str, through: int) -> None:
-        self._mark(session_id, mailbox_id, 1, through)
+        with self._connect(write=True) as db:
+            store_wakes.mark(db, session_id, mailbox_id, 1, through, _now())
 
     def mark_engaged(self, session_id: str, mailbox_id: str, seen_through: int) -> None:
         """The agent read or acknowledged the mailbox: its pending wake was consumed."""
-        self._mark(session_id, mailbox_id, 0, seen_through)
-
-    def _mark(self, session_id: str, mailbox_id: str, pending: int, through: int) -> None:
         with self._connect(write=True) as db:
-            db.execute(
-                "INSERT INTO wake_marks(session_id, mailbox_id, pending, seen_through, updated_at) "
-                "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
-                "pending = ?3, seen_through = MAX(seen_through, ?4), updated_at = ?5",
-                (session_id, mailbox_id, pending, through, _now()),
-            )
+            store_wakes.mark(db, session_id, mailbox_id, 0, seen_through, _now())
 
     def clear_wake_marks(self, session_id: str) -> None:
         """A new agent connection remembers nothing it was woken for."""
         with self._connect(write=True) as db:
-            db.execute("DELETE FROM wake_marks WHERE session_id = ?", (session_id,))
-            db.execute("DELETE FROM wake_reoffers WHERE session_id = ?", (session_id,))
+            store_wakes.clear(db, session_id)
 
     def ignored_wakes(self, session_id: str, older_than: float) -> list[tuple[str, int]]:
         """Mailboxes whose pushed wake the agent has not engaged with for ``older_than``
         seconds, and not re-offered yet at that point: ``(mailbox_id, seen_through)``."""
         cutoff = format_timestamp(utc_now_ns() - int(older_than * 1e9))
         with self._connect(write=False) as db:
-            rows = db.execute(
-                "SELECT m.mailbox_id, m.seen_through FROM wake_marks m "
-                "LEFT JOIN wake_reoffers r ON r.session_id = m.session_id "
-                "  AND r.mailbox_id = m.mailbox_id AND r.through >= m.seen_through "
-                "WHERE m.session_id = ? AND m.pending = 1 AND m.updated_at <= ? "
-                "  AND r.session_id IS NULL",
-                (session_id, cutoff),
-            ).fetchall()
-        return [(str(row[0]), int(row[1])) for row in rows]
+            return store_wakes.ignored(db, session_id, cutoff)
 
     def mark_reoffered(self, session_id: str, mailbox_id: str, through: int) -> None:
         with self._connect(write=True) as db:
-            db.execute(
-                "INSERT INTO wake_reoffers(session_id, mailbox_id, through, offered_at) "
-                "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
-                "through = ?3, offered_at = ?4",
-                (session_id, mailbox_id, through, _now()),
-            )
+            store_wakes.mark_reoffered(db, session_id, mailbox_id, through, _now())
 
     def hook_ran(self, session_id: str) -> None:
         """A hook of this session's agent ran: it has a notifier (``notifiers.py``)."""
         with self._connect(write=True) as db:
-            db.execute(
-                "INSERT INTO notifier_seen(session_id, hook_seen_at) VALUES(?1, ?2) "
-                "ON CONFLICT(session_id) DO UPDATE SET hook_seen_at = ?2",
-                (session_id, time.time()),
-            )
+            store_wakes.hook_ran(db, session_id, time.time())
 
     # ------------------------------------------------------------ bearer tokens (the hub)
 
@@ -587,42 +433,26 @@ class Registry:
         me = self.resolve_own(reference)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self._connect(write=True) as db:
-            db.execute(
-                "INSERT INTO session_tokens(session_id, token_hash, created_at, revoked_at) "
-                "VALUES(?1, ?2, ?3, NULL) ON CONFLICT(session_id) DO UPDATE SET "
-                "token_hash = ?2, created_at = ?3, revoked_at = NULL",
-                (me.id, token_hash(token), _now()),
-            )
+            store_tokens.issue(db, me.id, token, _now())
         return me, token
 
     def revoke_token(self, reference: str) -> tuple[Session, bool]:
         """End a session's token; returns the session and whether it had a live one."""
         me = self.resolve_own(reference)
         with self._connect(write=True) as db:
-            ended = db.execute(
-                "UPDATE session_tokens SET revoked_at = ? WHERE session_id = ? "
-                "AND revoked_at IS NULL",
-                (_now(), me.id),
-            ).rowcount
-        return me, bool(ended)
+            ended = store_tokens.revoke(db, me.id, _now())
+        return me, ended
 
     def session_for_token(self, token: str) -> Session | None:
         """The live session a presented token belongs to (None: unknown, revoked, or its
         session was removed)."""
         with self._connect(write=False) as db:
-            row = db.execute(
-                f"SELECT {', '.join('s.' + c for c in _COLUMNS.split(', '))} "
-                "FROM session_tokens t JOIN sessions s ON s.id = t.session_id "
-                "WHERE t.token_hash = ? AND t.revoked_at IS NULL AND s.removed_at IS NULL",
-                (token_hash(token),),
-            ).fetchone()
-        return None if row is None else _session(row)
+            return self._one(db, store_sessions.by_token_hash(db, token_hash(token)))
 
     def token_holders(self) -> set[str]:
         """Ids of the sessions with a live token."""
         with self._connect(write=False) as db:
-            rows = db.execute("SELECT session_id FROM session_tokens WHERE revoked_at IS NULL")
-            return {str(row[0]) for row in rows}
+            return store_tokens.holders(db)
 
     # ------------------------------------------------------------ projects (board scopes)
     #
@@ -632,67 +462,43 @@ class Registry:
 
     def registered_projects(self) -> list[RegisteredProject]:
         with self._connect(write=False) as db:
-            rows = db.execute(f"SELECT {_PROJECT_COLUMNS} FROM projects ORDER BY created_at, id")
-            return [RegisteredProject(*row) for row in rows]
+            return [RegisteredProject(*row) for row in store_projects.registered(db)]
 
     def registered_project(self, project_id: str) -> RegisteredProject | None:
         with self._connect(write=False) as db:
-            row = db.execute(
-                f"SELECT {_PROJECT_COLUMNS} FROM projects WHERE id = ?", (project_id,)
-            ).fetchone()
+            row = store_projects.registered_one(db, project_id)
         return None if row is None else RegisteredProject(*row)
 
     def project_for_root(self, root_path: str, name: str) -> RegisteredProject:
         """The project whose root is ``root_path``, minted once (``project-<uuid>``, as
         TermAl mints its own) with ``name`` de-duplicated as TermAl does (``name 2``...)."""
-        import uuid
-
         with self._connect(write=True) as db:
-            row = db.execute(
-                f"SELECT {_PROJECT_COLUMNS} FROM projects WHERE root_path = ?", (root_path,)
-            ).fetchone()
-            if row is not None:
-                return RegisteredProject(*row)
-            names = {found[0] for found in db.execute("SELECT name FROM projects")}
-            unique, suffix = name, 2
-            while unique in names:
-                unique, suffix = f"{name} {suffix}", suffix + 1
-            project = RegisteredProject(f"project-{uuid.uuid4()}", unique, root_path, _now())
-            db.execute(
-                "INSERT INTO projects(id, name, root_path, created_at) VALUES(?, ?, ?, ?)",
-                project,
-            )
-            return project
+            return RegisteredProject(*store_projects.for_root(db, root_path, name, _now()))
 
     def bound_project(self, session_id: str) -> str | None:
         """The project id a session was bound to with ``--project``, if any."""
         with self._connect(write=False) as db:
-            row = db.execute(
-                "SELECT project_id FROM session_projects WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return None if row is None else str(row[0])
+            return store_projects.bound(db, session_id)
 
     def bind_project(self, session_id: str, project_id: str) -> None:
         with self._connect(write=True) as db:
-            db.execute(
-                "INSERT INTO session_projects(session_id, project_id, updated_at) "
-                "VALUES(?1, ?2, ?3) ON CONFLICT(session_id) DO UPDATE SET project_id = ?2, "
-                "updated_at = ?3 WHERE project_id != ?2",
-                (session_id, project_id, _now()),
-            )
+            store_projects.bind(db, session_id, project_id, _now())
 
 
 def _now() -> str:
     return format_timestamp(utc_now_ns())
 
 
-_PROJECT_COLUMNS = "id, name, root_path, created_at"
-
-
-class RegisteredProject(NamedTuple):
-    """A project minted by termal-tui for a session outside TermAl's projects."""
-
-    id: str
-    name: str
-    root_path: str
-    created_at: str
+__all__ = [
+    "CHANNEL_STALE_SECONDS",
+    "REGISTRY_FILE",
+    "REGISTRY_VERSION",
+    "Listener",
+    "RegisteredProject",
+    "Registry",
+    "Session",
+    "name_key",
+    "name_skeleton",
+    "token_hash",
+    "validate_name",
+]
