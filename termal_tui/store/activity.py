@@ -11,10 +11,13 @@ whole, as is the board (bounded by TermAl's caps). Functions take a ``sqlite3.Co
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from termal_tui.models import CONTROL_TOPIC
 from termal_tui.store.queries import NOT_CONTROL, as_optional_text, as_text
+
+T = TypeVar("T")
 
 # How much of a body a stream row carries (the preview is cut again for the screen).
 PREVIEW_BYTES: Final = 400
@@ -219,3 +222,62 @@ def has_board(db: sqlite3.Connection) -> bool:
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'coordination_board_history'"
     ).fetchone()
     return row is not None
+
+
+class ActivitySnapshot(NamedTuple):
+    messages: list[MessageRow]
+    board: list[BoardRow]
+    participants: list[ParticipantRow]
+    wake_states: dict[int, str]
+
+
+class ActivityReads:
+    """The activity and sessions reads, as methods of the read-only reader (mixed into
+    :class:`~termal_tui.store.reader.MailboxReader`): each is one short read snapshot."""
+
+    if TYPE_CHECKING:  # provided by the reader
+
+        async def _snapshot(
+            self, work: Callable[[sqlite3.Connection], T], single: bool = False
+        ) -> T: ...
+
+    async def activity_page(self, *, before_rowid: int | None, limit: int) -> list[MessageRow]:
+        """Messages newest first below ``before_rowid`` (an older page)."""
+        return await self._snapshot(
+            lambda db: messages_before(db, before_rowid, limit), single=True
+        )
+
+    async def activity_snapshot(
+        self,
+        *,
+        after_rowid: int | None,
+        limit: int,
+        wake_window: tuple[int, int] | None = None,
+    ) -> ActivitySnapshot:
+        """In one snapshot, so a cursor move and the message that moved it agree: the
+        newest page of messages (``after_rowid`` None) or the ones above it (oldest
+        first), the board's revisions, every participant and a window's wake states."""
+
+        def work(db: sqlite3.Connection) -> ActivitySnapshot:
+            if after_rowid is None:
+                rows = messages_before(db, None, limit)
+            else:
+                rows = messages_after(db, after_rowid, limit)
+            board = board_revisions(db) if has_board(db) else []
+            states = wake_states(db, *wake_window) if wake_window else {}
+            return ActivitySnapshot(rows, board, participants(db), states)
+
+        return await self._snapshot(work)
+
+    async def sessions_overview(
+        self,
+    ) -> tuple[list[ParticipantRow], list[SessionLoad], dict[str, str], list[tuple[str, str]]]:
+        """Everything the sessions view shows but the notifiers, in one snapshot."""
+
+        def work(
+            db: sqlite3.Connection,
+        ) -> tuple[list[ParticipantRow], list[SessionLoad], dict[str, str], list[tuple[str, str]]]:
+            writes = last_board_writes(db) if has_board(db) else {}
+            return participants(db), session_loads(db), writes, recent_senders(db)
+
+        return await self._snapshot(work)

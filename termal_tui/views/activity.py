@@ -28,7 +28,9 @@ from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
 from termal_tui.formats import parse_timestamp, preview
+from termal_tui.sanitize import visible_line
 from termal_tui.store.activity import BoardRow, MessageRow, ParticipantRow
+from termal_tui.vocabulary import wake_words
 
 Kind = Literal["message", "cursor", "wake", "board", "joined", "left"]
 KINDS: Final[tuple[Kind, ...]] = ("message", "cursor", "wake", "board", "joined", "left")
@@ -430,3 +432,59 @@ class ActivityModel:
         if self.mailbox_filter is not None:
             parts.append(f"mailbox {self.mailbox_filter[:8]}")
         return " · ".join(parts)
+
+
+class EventWords(NamedTuple):
+    """An event in words, for one line: a glyph, who did what, where, and what."""
+
+    glyph: str
+    headline: str  # "Alice → Bob #12", "Bob processed through #12", "plan r3"
+    where: str  # the mailbox (short id) or the board's project
+    detail: str  # the preview, the wake words, "written by Alice"
+    observed: bool
+
+
+def short_mailbox(mailbox_id: str) -> str:
+    """The first block of a mailbox id, as cards show it."""
+    return mailbox_id.split("-", 1)[0][:8] or mailbox_id[:8]
+
+
+def event_words(event: ActivityEvent) -> EventWords:
+    """Agent-written text (names, keys, previews) is made visible here: stand-ins for
+    control and invisible characters, one line."""
+    actor = visible_line(event.actor_name or event.actor_id, 40)
+    where = short_mailbox(event.mailbox_id) if event.mailbox_id else ""
+    if event.kind == "message":
+        other = visible_line(event.other_name or event.other_id, 40)
+        topic = f"[{visible_line(event.key, 40)}] " if event.key else ""
+        return EventWords(
+            "✉",
+            f"{actor} → {other} #{event.sequence:,}",
+            where,
+            topic + visible_line(event.detail),
+            False,
+        )
+    if event.kind == "cursor":
+        return EventWords(
+            "✓",
+            f"{actor} processed through #{event.sequence:,}",
+            where,
+            event.detail,
+            True,
+        )
+    if event.kind == "wake":
+        return EventWords(
+            "⏰", f"{actor}: {wake_words(event.detail)}", where, f"#{event.sequence:,}", True
+        )
+    if event.kind == "board":
+        key = visible_line(event.key, 60)
+        verb = "deleted" if event.detail == "deleted" else "written"
+        return EventWords(
+            "▤",
+            f"{key} r{event.revision}",
+            visible_line(event.scope_id, 24),
+            f"{verb} by {actor}",
+            False,
+        )
+    verb = "joined" if event.kind == "joined" else "left"
+    return EventWords("+" if event.kind == "joined" else "−", f"{actor} {verb}", where, "", False)
