@@ -100,7 +100,7 @@ class SessionsScreen(Screen[str | None]):
     SessionsScreen #sessions > .option-list--option { padding: 0 1; }
     """
     BINDINGS = [
-        Binding("escape,g", "dismiss(None)", "Back"),
+        Binding("escape,s", "dismiss(None)", "Back"),
         Binding("r", "reload", "Refresh", show=False),
     ]
 
