@@ -8,7 +8,9 @@ people: every control or invisible character stays escaped as a visible stand-in
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -84,3 +86,18 @@ async def write_export(
                 out.write(markdown_block(message, summary) + "\n")
             count += 1
         return count
+
+
+# Exports hold what agents wrote: readable by their owner only, like the 0600 database.
+EXPORT_MODE = 0o600
+
+
+def open_private(path: str | os.PathLike[str]) -> TextIO:
+    """Open ``path`` for writing an export: a new file is created ``0600`` (whatever the
+    umask), an existing one is truncated and narrowed to ``0600`` too, and a symbolic
+    link at the path is refused rather than followed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags, EXPORT_MODE)
+    with contextlib.suppress(OSError):  # a filesystem without modes: still written
+        os.fchmod(descriptor, EXPORT_MODE)
+    return open(descriptor, "w", encoding="utf-8")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import stat
 import subprocess
 import sys
+
+import pytest
 
 from termal_tui.export import write_export
 from termal_tui.models import MailboxMessage
@@ -122,3 +126,53 @@ async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkey
         note = next(n for n in app._notifications if n.title.startswith("Exported"))
         assert note.message.split("\n")[0] == written.name
         assert str(written.parent) in note.message
+
+
+def test_exports_are_private_whatever_the_umask_and_links_are_not_followed(tmp_path):
+    from termal_tui.export import open_private
+
+    old = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.jsonl"
+        with open_private(fresh) as handle:
+            handle.write("x\n")
+        existing = tmp_path / "existing.jsonl"
+        existing.write_text("old and longer\n")
+        existing.chmod(0o644)
+        with open_private(existing) as handle:
+            handle.write("new\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o600
+    assert existing.read_text() == "new\n"
+    target = tmp_path / "target"
+    target.write_text("keep")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        open_private(link)
+    assert target.read_text() == "keep"
+
+
+async def test_export_cli_output_file_is_0600(writer, db_path, tmp_path):
+    receipt = await send(writer)
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "termal_tui",
+            "export",
+            str(db_path),
+            "--mailbox",
+            receipt.mailbox_id,
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert json.loads(out.read_text().splitlines()[0])["body"] == "hello"

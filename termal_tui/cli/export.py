@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import sys
 from typing import TextIO
 
@@ -39,7 +40,7 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from termal_tui.export import write_export
+    from termal_tui.export import open_private, write_export
 
     if args.last is not None and args.last < args.first:
         parser.error("--to must be at least --from")
@@ -63,8 +64,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         export(sys.stdout)
         return EXIT_OK
     try:
-        with open(args.output, "w", encoding="utf-8") as handle:
+        with open_private(args.output) as handle:
             export(handle)
     except OSError as error:
-        raise CommandError(f"cannot write {args.output}: {error.strerror}", EXIT_FAILED) from None
+        reason = error.strerror or str(error)
+        if error.errno == errno.ELOOP:
+            reason = "it is a symbolic link (not followed)"
+        raise CommandError(f"cannot write {args.output}: {reason}", EXIT_FAILED) from None
     return EXIT_OK

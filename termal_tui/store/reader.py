@@ -40,6 +40,7 @@ from termal_tui.formats import (
 )
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import health_queries, queries
+from termal_tui.store.activity import ActivityReads
 from termal_tui.store.connection import (  # the file states re-exported for the viewer
     FILE_GONE as FILE_GONE,
 )
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class MailboxReader(FollowsPath):
+class MailboxReader(FollowsPath, ActivityReads):
     """Read-only queries over one coordination database. Has no method that writes."""
 
     def __init__(

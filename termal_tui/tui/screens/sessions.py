@@ -1,0 +1,222 @@
+"""The sessions view: one row per agent, most stuck first.
+
+Renders :class:`termal_tui.views.sessions.SessionsModel` and owns only its keys; reads
+through the one live source. Dismisses with the chosen session id (enter: the app shows
+that agent's mailboxes) or None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from termal_tui.notifiers import Notifier, read_notifiers
+from termal_tui.sanitize import visible_line
+from termal_tui.store.errors import StoreError
+from termal_tui.tui.messages import LiveChanged, follow_live
+from termal_tui.tui.widgets.footer import FittingFooter
+from termal_tui.views.live import LiveSource, Subscription, Superseded
+from termal_tui.views.sessions import SPARK_HOURS, SessionRow, SessionsModel
+from termal_tui.vocabulary import age_words, counted
+
+DIM = "$foreground 65%"
+HOOK_WINDOW = 600.0  # a hook run this recent counts as listening (as health does)
+
+
+def notifier_words(notifier: Notifier | None, now: float) -> str | None:
+    """Who listens for a session: its channel's holder, or its hooks; None: unknown."""
+    if notifier is None:
+        return None
+    if notifier.channel:
+        holder = notifier.holder
+        if holder is not None:
+            where = "remote" if holder.kind == "remote" else "local"
+            return f"channel {where} pid {holder.pid}"
+        return "channel"
+    if notifier.hook_seen_at is not None and now - notifier.hook_seen_at <= HOOK_WINDOW:
+        return f"hook {age_words(now - notifier.hook_seen_at)} ago"
+    return "nobody listening"
+
+
+def _ago(at: datetime | None, now: datetime) -> str:
+    if at is None:
+        return "—"
+    return f"{age_words(max(0.0, (now - at).total_seconds()))} ago"
+
+
+def session_line(row: SessionRow, width: int, now: datetime) -> Content:
+    """One line that never wraps: the state glyph, the name, the sparkline, then what
+    fits of the load, the last ack, the notifier and the last board write (in that order
+    of giving way, from the end)."""
+    glyph = Content.styled("● ", "bold $warning") if row.behind else Content.styled("✓ ", DIM)
+    name = Content.styled(visible_line(row.name, 24), "bold")
+    head = Content.assemble(glyph, name)
+    if row.name != row.session_id and width >= 90:
+        head += Content.styled(f" ({visible_line(row.session_id, 20)})", DIM)
+    load = f"{counted(row.mailboxes, 'mailbox', 'mailboxes')}"
+    if row.behind:
+        load += f" · {row.unread:,} unread"
+        if row.waiting_since is not None:
+            load += f" since {_ago(row.waiting_since, now)}"
+    parts = [Content(f" · {load}")]
+    extras = [
+        Content.styled(
+            " · ack " + (_ago(row.last_ack, now) + " (seen)" if row.last_ack else "not seen yet"),
+            DIM,
+        ),
+    ]
+    if row.notifier is not None:
+        style = "bold $error" if row.notifier == "nobody listening" else DIM
+        extras.append(Content.styled(f" · {row.notifier}", style))
+    if row.last_board_write is not None:
+        extras.append(Content.styled(f" · board {_ago(row.last_board_write, now)}", DIM))
+    spark = Content.styled(f"  {row.sparkline()}", "$accent")
+    for keep in range(len(extras), -1, -1):
+        line = Content.assemble(head, spark, *parts, *extras[:keep])
+        if line.cell_length <= width:
+            return line
+    line = Content.assemble(head, *parts)
+    return line.truncate(width, ellipsis=True) if line.cell_length > width else line
+
+
+class SessionList(OptionList):
+    BINDINGS = [Binding("enter", "select", "Mailboxes")]
+
+
+class SessionsScreen(Screen[str | None]):
+    DEFAULT_CSS = """
+    SessionsScreen #sessions-status { height: auto; padding: 0 1; background: $panel; }
+    SessionsScreen #sessions { height: 1fr; border: none; }
+    SessionsScreen #sessions > .option-list--option { padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape,s", "dismiss(None)", "Back"),
+        Binding("r", "reload", "Refresh", show=False),
+    ]
+
+    def __init__(self, source: LiveSource) -> None:
+        super().__init__()
+        self.source = source
+        self.model = SessionsModel(source.clock.now)
+        self._subscription: Subscription | None = None
+        self._problem = ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Content("◌ Reading the sessions…"), id="sessions-status")
+            yield SessionList(id="sessions")
+        yield FittingFooter()
+
+    def on_mount(self) -> None:
+        self.title = "termal-tui (read-only) — sessions"
+        self._subscription = follow_live(self, self.source)
+        self.query_one(SessionList).focus()
+        self.reload()
+
+    def on_unmount(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+
+    @on(LiveChanged)
+    def _live(self, message: LiveChanged) -> None:
+        message.stop()
+        if message.event.reread or not self.model.loaded:
+            self.reload()
+        else:
+            self.draw()
+
+    @work(exclusive=True, exit_on_error=False)
+    async def reload(self) -> None:
+        try:
+            overview = await self.source.read(lambda r: r.sessions_overview())
+        except Superseded:
+            return
+        except StoreError as error:
+            self._problem = str(error)
+            self.draw()
+            return
+        moment = time.time()
+        found = await asyncio.to_thread(read_notifiers, self.source.path, moment)
+        listeners = None
+        if found is not None:
+            listeners = {
+                session: words
+                for session, notifier in found.items()
+                if (words := notifier_words(notifier, moment)) is not None
+            }
+        self._problem = ""
+        participants, loads, writes, senders = overview
+        self.model.load(participants, loads, writes, senders, listeners)
+        self.draw()
+
+    def draw(self) -> None:
+        status = self.source.status
+        now = self.source.clock.now()
+        if status.live:
+            state = Content.styled(f"● Live {status.good_time(now)}", "bold $success")
+        elif status.phase == "missing":
+            state = Content.styled("◌ Waiting for the file", "bold $warning")
+        else:
+            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
+        model = self.model
+        summary = f" · {counted(len(model.rows), 'session')}"
+        if model.behind_count:
+            summary += f", {model.behind_count:,} behind"
+        line = Content.assemble(
+            state,
+            Content(summary),
+            Content.styled(f" · traffic over {SPARK_HOURS} h", DIM),
+        )
+        problem = self._problem or ("" if status.live else status.reason)
+        if problem:
+            line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
+        self.query_one("#sessions-status", Static).update(line)
+        sessions = self.query_one(SessionList)
+        width = max(20, (sessions.size.width or self.size.width or 80) - 3)
+        chosen = model.current()
+        with self.app.batch_update():
+            sessions.clear_options()
+            if not model.rows:
+                sessions.add_option(
+                    Option(
+                        Content.styled("No session takes part in a mailbox yet.", DIM),
+                        disabled=True,
+                    )
+                )
+                return
+            sessions.add_options(
+                Option(session_line(row, width, now), id=f"s{index}")
+                for index, row in enumerate(model.rows)
+            )
+            if chosen is not None:
+                model.select_session(chosen.session_id)
+            sessions.highlighted = model.selected
+
+    def on_resize(self) -> None:
+        if self.model.loaded:
+            self.draw()
+
+    @on(OptionList.OptionHighlighted, "#sessions")
+    def _moved(self, event: OptionList.OptionHighlighted) -> None:
+        self.model.selected = event.option_index
+
+    @on(OptionList.OptionSelected, "#sessions")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.model.selected = event.option_index
+        row = self.model.current()
+        if row is not None:
+            self.dismiss(row.session_id)
+
+    def action_reload(self) -> None:
+        self.source.request_check()
