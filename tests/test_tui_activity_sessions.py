@@ -25,6 +25,8 @@ class Host(App[None]):
         self.animation_level = "none"
         self.clock = ManualClock(FIXED_NOW)
         self.source = LiveSource(path, interval=1.0, clock=self.clock, watch=False)
+        self.live = self.source  # what tests.viewer_support.settle waits on
+        self.index_model = None
         self.results: list[Any] = []
 
     async def on_mount(self) -> None:
@@ -114,3 +116,78 @@ async def test_sessions_view_one_row_per_agent_and_enter_opens_its_mailboxes(
         await pilot.press("home", "enter")
         await settle(app, pilot)  # type: ignore[arg-type]
     assert app.results and app.results[-1] in {"session-a", "session-b"}
+
+
+async def test_a_and_s_open_the_views_from_the_app_and_enter_goes_where_it_says(
+    demo: Path,
+) -> None:
+    from termal_tui.tui.widgets.index import MailboxIndex
+    from tests.viewer_support import app_for
+
+    app = app_for(demo)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)  # type: ignore[arg-type]
+        await pilot.press("a")
+        await settle(app, pilot)  # type: ignore[arg-type]
+        assert isinstance(app.screen, ActivityScreen)
+        await pilot.press("f")  # messages only: the top line is the newest message
+        await pilot.press("home", "enter")
+        await settle(app, pilot)  # type: ignore[arg-type]
+        assert not isinstance(app.screen, ActivityScreen)
+        assert app.active_view() is not None  # its mailbox opened in a tab
+
+        await pilot.press("s")
+        await settle(app, pilot)  # type: ignore[arg-type]
+        assert isinstance(app.screen, SessionsScreen)
+        first = app.screen.model.rows[0]
+        await pilot.press("home", "enter")
+        await settle(app, pilot)  # type: ignore[arg-type]
+        index = app.query_one(MailboxIndex)
+        assert index.filter_text == first.session_id  # that agent's mailboxes
+
+
+async def test_the_demo_registers_its_sessions_so_a_send_lands_in_what_is_shown(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from termal_tui.cli.viewer import register_demo_sessions
+    from termal_tui.demo import build_demo
+
+    path = tmp_path / "coordination.sqlite"
+    await build_demo(path)
+    register_demo_sessions(path)
+    register_demo_sessions(path)  # again: nothing changes, no error
+    sent = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "termal_tui",
+            "send",
+            "--db",
+            str(path),
+            "--as",
+            "planner",
+            "backend",
+            "hello from outside",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert sent.returncode == 0, sent.stderr
+    assert "sent #" in sent.stdout
+
+
+def test_a_first_run_waits_only_where_a_file_can_appear(tmp_path: Path):
+    from termal_tui.cli.viewer import first_run_possible
+
+    assert first_run_possible(tmp_path / "coordination.sqlite")
+    assert first_run_possible(tmp_path / "not" / "yet" / "coordination.sqlite")
+    link = tmp_path / "dangling.sqlite"
+    link.symlink_to(tmp_path / "nowhere")
+    assert not first_run_possible(link)  # said, not waited for
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert not first_run_possible(blocker / "coordination.sqlite")

@@ -179,6 +179,26 @@ class Registry:
         assert found is not None
         return found
 
+    def adopt(self, session_id: str, raw_name: str) -> Session:
+        """Register a session TermAl's file already knows by ``session_id`` under its
+        name (the demo's sessions, so `send --db DEMO --as planner` writes into what the
+        viewer shows). An id already registered is returned as it is."""
+        name = validate_name(raw_name)
+        with self._connect(write=True) as db:
+            known = self._one(db, store_sessions.get(db, session_id))
+            if known is not None:
+                return known
+            clash = store_sessions.by_key_live(db, name_key(name))
+            if clash is not None:
+                raise ConflictError(
+                    f"a session named `{visible_line(str(clash[1]), 80)}` already exists "
+                    f"({clash[0]})"
+                )
+            store_sessions.insert(db, session_id, name, name_key(name), None, None, _now())
+            found = self._one(db, store_sessions.get(db, session_id))
+        assert found is not None
+        return found
+
     def ensure(
         self, raw_name: str, agent: str | None = None, workdir: str | None = None
     ) -> Session:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -134,6 +135,30 @@ async def _validate(path: Path, mailbox: str | None, session: str | None) -> Non
                 ) from None
 
 
+def first_run_possible(path: Path) -> bool:
+    """A missing database the viewer may wait for: no link or other thing at the path,
+    and a folder that exists (or whose nearest existing parent is a folder we may use)."""
+    if os.path.lexists(path):
+        return False  # a dangling symlink or something else: said, not waited for
+    parent = path.parent
+    while not parent.exists():
+        if parent == parent.parent:
+            return False
+        parent = parent.parent
+    return parent.is_dir() and os.access(parent, os.R_OK | os.X_OK)
+
+
+def register_demo_sessions(path: Path) -> None:
+    """The demo's sessions in the registry beside it, under their ids, so
+    `termal-tui send --db DEMO --as planner …` writes into what the viewer shows."""
+    from termal_tui.agents.registry import Registry
+    from termal_tui.demo import AGENTS
+
+    registry = Registry.beside(path)
+    for session_id, name in AGENTS.items():
+        registry.adopt(session_id, name)
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # Imported here: `--help` builds this parser and must not pay for asyncio.
     import asyncio
@@ -143,6 +168,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from termal_tui.store.errors import NotFoundError, RetryableError
 
     temp_dir: tempfile.TemporaryDirectory[str] | None = None
+    greeting: str | None = None
+    waiting = False
     try:
         if args.demo:
             if args.db or args.db_option:
@@ -153,16 +180,26 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             temp_dir = tempfile.TemporaryDirectory(prefix="termal-tui-demo-")
             path = Path(temp_dir.name) / "coordination.sqlite"
             asyncio.run(build_demo(path, start=recent_start()))
+            register_demo_sessions(path)
+            greeting = (
+                f"Demo database: {path} (removed when you quit). Send into it from "
+                f"another terminal: termal-tui send --db {path} --as planner backend 'hello'"
+            )
         else:
             path = db_path(args, parser)
             try:
                 check_database(path)
             except NotFoundError as error:
-                raise NotFoundError(
-                    f"{str(error).rstrip('.')}. Try `termal-tui --demo` to see a demo"
-                ) from None
+                if not first_run_possible(path) or args.mailbox or args.session:
+                    raise NotFoundError(
+                        f"{str(error).rstrip('.')}. Try `termal-tui --demo` to see a demo"
+                    ) from None
+                # The first run: the file agents are about to make. The viewer opens,
+                # says it waits (the index) and shows the file the moment it appears.
+                waiting = True
         try:
-            asyncio.run(_validate(path, args.mailbox, args.session))
+            if not waiting:
+                asyncio.run(_validate(path, args.mailbox, args.session))
         except RetryableError as error:
             # Busy (locked by another process): the viewer opens Stale and keeps trying.
             message = visible_line(str(error).rstrip("."), 300)
@@ -179,6 +216,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             poll_interval=interval,
             thresholds=thresholds,
             config=config,
+            greeting=greeting,
         ).run()
         return 0
     finally:

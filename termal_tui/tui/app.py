@@ -11,6 +11,7 @@ it is used.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from textual import events, on
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import Provider
@@ -29,6 +30,7 @@ from textual.widgets import Header, TabbedContent, TabPane
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
+from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.messages import (
     CloseRequested,
@@ -39,6 +41,7 @@ from termal_tui.tui.messages import (
 )
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
+from termal_tui.views.activity import Jump
 from termal_tui.views.index import IndexModel, Update
 from termal_tui.views.live import Clock, LiveSource, SystemClock
 from termal_tui.vocabulary import counted
@@ -82,6 +85,8 @@ class MailboxApp(App[None]):
         Binding("0", "show_index", "Index", id="index"),
         Binding("h", "health", "Health", show=False, id="health"),
         Binding("b", "board", "Board", show=False, id="board"),
+        Binding("a", "activity", "Activity", show=False, id="activity"),
+        Binding("s", "sessions", "Sessions", show=False, id="sessions"),
     ]
 
     def __init__(
@@ -96,8 +101,10 @@ class MailboxApp(App[None]):
         config: ViewerConfig | None = None,
         live_clock: Clock | None = None,
         watch: bool = True,
+        greeting: str | None = None,
     ) -> None:
         super().__init__()
+        self.greeting = greeting  # said once at start (the demo's path, a first run)
         self.config = config  # None (tests): no file, defaults everywhere
         self.thresholds = thresholds  # None: health.py's defaults, applied where used
         self.db_path = Path(db_path)
@@ -168,6 +175,8 @@ class MailboxApp(App[None]):
         self.query_one(MailboxIndex).attach(model)
         follow_live(self, self.live)
         await self.live.start()
+        if self.greeting:
+            self.notify(self.greeting, timeout=30, markup=False)
 
     # ---------------------------------------------------------------- config
 
@@ -493,6 +502,54 @@ class MailboxApp(App[None]):
             return  # already open (the palette offers it there too)
         self.push_screen(BoardScreen(self.live))
 
+    def action_activity(self) -> None:
+        """What happens anywhere in the file, newest first; enter jumps to it."""
+        from termal_tui.tui.screens.activity import ActivityScreen
+
+        if any(isinstance(screen, ActivityScreen) for screen in self.screen_stack):
+            return
+        self.push_screen(ActivityScreen(self.live), self._jump)
+
+    def action_sessions(self) -> None:
+        """One row per agent; enter shows its mailboxes (the index filtered to it)."""
+        from termal_tui.tui.screens.sessions import SessionsScreen
+
+        if any(isinstance(screen, SessionsScreen) for screen in self.screen_stack):
+            return
+
+        def chosen(session_id: str | None) -> None:
+            if session_id is None:
+                return
+            self.action_show_index()
+            self.query_one(MailboxIndex).filter_to(session_id)
+
+        self.push_screen(SessionsScreen(self.live), chosen)
+
+    def _jump(self, jump: Jump | None) -> None:
+        """Enter on an activity event: the message, the mailbox, or the board key."""
+        if jump is None:
+            return
+        if jump.kind == "message":
+            self.open_mailbox(jump.mailbox_id, at_sequence=jump.sequence)
+        elif jump.kind == "mailbox":
+            self.open_mailbox(jump.mailbox_id)
+        else:
+            self._open_key(jump.scope_id, jump.key)
+
+    @work(exclusive=True, group="jump", exit_on_error=False)
+    async def _open_key(self, scope_id: str, key: str) -> None:
+        from termal_tui.board_view import project_names
+        from termal_tui.tui.screens.board import BoardKeyScreen
+
+        try:
+            found = await self.live.read_board(lambda board: board.get(scope_id, key))
+        except StoreError as error:
+            self.notify(f"That key cannot be shown: {visible_line(str(error), 160)}", markup=False)
+            return
+        names = await asyncio.to_thread(project_names, self.live.path)
+        name = names.get(scope_id, scope_id)
+        self.push_screen(BoardKeyScreen(self.live, scope_id, name, found.head))
+
 
 def make_app(
     db_path: str | os.PathLike[str],
@@ -505,6 +562,7 @@ def make_app(
     config: ViewerConfig | None = None,
     live_clock: Clock | None = None,
     watch: bool = True,
+    greeting: str | None = None,
 ) -> MailboxApp:
     """Build the viewer for the CLI and for tests (``config``: the config file's theme,
     keys, export directory and attention; the caller has merged interval and
@@ -520,4 +578,5 @@ def make_app(
         config=config,
         live_clock=live_clock,
         watch=watch,
+        greeting=greeting,
     )

@@ -40,6 +40,8 @@ class MailboxCommands(Provider):
             )
         commands.append(("Delivery health", app.action_health, "Stuck hand-offs, ranked"))
         commands.append(("Board", app.action_board, "The coordination board: projects and keys"))
+        commands.append(("activity", app.action_activity, "What just happened, anywhere (a)"))
+        commands.append(("sessions", app.action_sessions, "One row per agent: who is stuck (s)"))
         view = app.active_view()
         if view is None:
             if app.index_model is not None:  # the index's model, not its widget

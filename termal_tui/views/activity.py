@@ -400,6 +400,13 @@ class ActivityModel:
         """The person has looked: what is there now is no longer new."""
         self._seen = self._serial
 
+    def mailbox_titles(self) -> dict[str, str]:
+        """Mailbox id → its participants' names, ``planner ⇄ backend`` (as tabs say)."""
+        names: dict[str, list[str]] = {}
+        for mailbox_id, session_id in self._members:
+            names.setdefault(mailbox_id, []).append(self._names.get(session_id, session_id))
+        return {m: " ⇄ ".join(sorted(n, key=str.casefold)) for m, n in names.items()}
+
     def name_of(self, session_id: str) -> str:
         return self._names.get(session_id, session_id)
 
@@ -445,22 +452,26 @@ class EventWords(NamedTuple):
 
 
 def short_mailbox(mailbox_id: str) -> str:
-    """The first block of a mailbox id, as cards show it."""
-    return mailbox_id.split("-", 1)[0][:8] or mailbox_id[:8]
+    """``mailbox-3fcb1a2e-…`` → ``3fcb1a2e``, as cards show it."""
+    tail = mailbox_id.removeprefix("mailbox-")
+    return visible_line(tail[:8])
 
 
-def event_words(event: ActivityEvent) -> EventWords:
+def event_words(event: ActivityEvent, titles: dict[str, str] | None = None) -> EventWords:
     """Agent-written text (names, keys, previews) is made visible here: stand-ins for
-    control and invisible characters, one line."""
+    control and invisible characters, one line. ``titles``: mailbox id → "a ⇄ b"."""
     actor = visible_line(event.actor_name or event.actor_id, 40)
-    where = short_mailbox(event.mailbox_id) if event.mailbox_id else ""
+    where = ""
+    if event.mailbox_id:
+        title = (titles or {}).get(event.mailbox_id)
+        where = visible_line(title, 60) if title else short_mailbox(event.mailbox_id)
     if event.kind == "message":
         other = visible_line(event.other_name or event.other_id, 40)
         topic = f"[{visible_line(event.key, 40)}] " if event.key else ""
         return EventWords(
             "✉",
             f"{actor} → {other} #{event.sequence:,}",
-            where,
+            "",  # who → whom names the mailbox already
             topic + visible_line(event.detail),
             False,
         )

@@ -48,10 +48,16 @@ def _when(at: datetime, now: datetime) -> str:
     return local.strftime("%b %d %H:%M").replace(" 0", "  ")
 
 
-def event_line(event: ActivityEvent, width: int, now: datetime, new: bool) -> Content:
+def event_line(
+    event: ActivityEvent,
+    width: int,
+    now: datetime,
+    new: bool,
+    titles: dict[str, str] | None = None,
+) -> Content:
     """One line that never wraps at ``width`` cells: the mark, the time, a glyph, who
     did what, where, and the rest cut with …; an observed time says "seen"."""
-    words = event_words(event)
+    words = event_words(event, titles)
     when = _when(event.at, now)
     head = Content.assemble(
         Content.styled(NEW_MARK if new else OLD_MARK, "bold $accent"),
@@ -203,7 +209,7 @@ class ActivityScreen(Screen[Jump | None]):
             state = Content.styled(f"● Live {status.good_time(now)}", "bold $success")
         else:
             state = Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
-        parts = [state]
+        parts = [Content.styled("Activity · ", "bold"), state]
         new = model.new_count
         if new:
             parts.append(Content.styled(f" · {counted(new, 'new event')}", "bold $accent"))
@@ -223,14 +229,18 @@ class ActivityScreen(Screen[Jump | None]):
         shown = self.model.events()
         self._shown = shown
         now = self.source.clock.now()
-        width = max(20, (events_list.size.width or self.size.width or 80) - 3)
+        titles = self.model.mailbox_titles()
+        # The list less its scrollbar (counted whether or not it shows yet) and padding.
+        outer = events_list.size.width or (self.size.width or 80)
+        width = max(20, outer - events_list.styles.scrollbar_size_vertical - 2)
         options: list[Option] = []
         divider_at = None
         for index, event in enumerate(shown):
             new = self.model.is_new(event)
             if divider_at is None and not new and index > 0 and self.model.is_new(shown[0]):
                 divider_at = index
-            options.append(Option(event_line(event, width, now, new), id=f"e{event.serial}"))
+            line = event_line(event, width, now, new, titles)
+            options.append(Option(line, id=f"e{event.serial}"))
         if divider_at is not None:
             options.insert(
                 divider_at,

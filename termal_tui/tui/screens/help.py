@@ -76,10 +76,29 @@ SECTIONS: Final = [
         ],
     ),
     (
+        "Activity and sessions",
+        [
+            (
+                "{activity}",
+                "activity: what just happened anywhere, newest first; ● new since you looked",
+            ),
+            ("", "enter jumps to the message, mailbox or key; o older; space marks all seen"),
+            (
+                "f / s / m / c",
+                "activity: cycle the kinds / only this session / this mailbox / clear",
+            ),
+            (
+                "{sessions}",
+                "sessions: one row per agent, most stuck first; enter shows its mailboxes",
+            ),
+        ],
+    ),
+    (
         "Everywhere",
         [
             ("{health}", "delivery health: stuck hand-offs, ranked"),
             ("{board}", "the coordination board: projects, keys, values, history"),
+            ("{activity} / {sessions}", "the activity stream / one row per agent"),
             ("ctrl+p", "command palette: open a mailbox, #N jumps to a message at any depth"),
             ("{help} / {quit}", "this help / quit"),
         ],
@@ -199,6 +218,8 @@ DEFAULT_KEYS: Final = {
     "index": "0",
     "health": "h",
     "board": "b",
+    "activity": "a",
+    "sessions": "s",
     "help": "?",
     "quit": "q",
     "hidden-rows": "v",

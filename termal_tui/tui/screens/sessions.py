@@ -44,37 +44,38 @@ def notifier_words(notifier: Notifier | None, now: float) -> str | None:
             return f"channel {where} pid {holder.pid}"
         return "channel"
     if notifier.hook_seen_at is not None and now - notifier.hook_seen_at <= HOOK_WINDOW:
-        return f"hook {age_words(now - notifier.hook_seen_at)} ago"
+        return f"hook {age_words(now - notifier.hook_seen_at)}"
     return "nobody listening"
 
 
 def _ago(at: datetime | None, now: datetime) -> str:
     if at is None:
         return "—"
-    return f"{age_words(max(0.0, (now - at).total_seconds()))} ago"
+    return age_words(max(0.0, (now - at).total_seconds()))
 
 
-def session_line(row: SessionRow, width: int, now: datetime) -> Content:
+def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0) -> Content:
     """One line that never wraps: the state glyph, the name, the sparkline, then what
     fits of the load, the last ack, the notifier and the last board write (in that order
     of giving way, from the end)."""
     glyph = Content.styled("● ", "bold $warning") if row.behind else Content.styled("✓ ", DIM)
     name = Content.styled(visible_line(row.name, 24), "bold")
+    if name.cell_length < name_cells:  # the names in one column: the sparklines line up
+        name = name + Content(" " * (name_cells - name.cell_length))
     head = Content.assemble(glyph, name)
     if row.name != row.session_id and width >= 90:
         head += Content.styled(f" ({visible_line(row.session_id, 20)})", DIM)
     load = f"{counted(row.mailboxes, 'mailbox', 'mailboxes')}"
+    if row.left:
+        load += f" (left {row.left:,})"
     if row.behind:
         load += f" · {row.unread:,} unread"
         if row.waiting_since is not None:
             load += f" since {_ago(row.waiting_since, now)}"
     parts = [Content(f" · {load}")]
-    extras = [
-        Content.styled(
-            " · ack " + (_ago(row.last_ack, now) + " (seen)" if row.last_ack else "not seen yet"),
-            DIM,
-        ),
-    ]
+    extras = []
+    if row.last_ack is not None:
+        extras.append(Content.styled(f" · ack {_ago(row.last_ack, now)} (seen)", DIM))
     if row.notifier is not None:
         style = "bold $error" if row.notifier == "nobody listening" else DIM
         extras.append(Content.styled(f" · {row.notifier}", style))
@@ -172,17 +173,17 @@ class SessionsScreen(Screen[str | None]):
         summary = f" · {counted(len(model.rows), 'session')}"
         if model.behind_count:
             summary += f", {model.behind_count:,} behind"
-        line = Content.assemble(
-            state,
-            Content(summary),
-            Content.styled(f" · traffic over {SPARK_HOURS} h", DIM),
-        )
+        line = Content.assemble(Content.styled("Sessions · ", "bold"), state, Content(summary))
+        traffic = Content.styled(f" · traffic over {SPARK_HOURS} h", DIM)
+        if line.cell_length + traffic.cell_length <= (self.size.width or 80) - 2:
+            line += traffic  # said where it fits; the bars speak for themselves
         problem = self._problem or ("" if status.live else status.reason)
         if problem:
             line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
         self.query_one("#sessions-status", Static).update(line)
         sessions = self.query_one(SessionList)
-        width = max(20, (sessions.size.width or self.size.width or 80) - 3)
+        outer = sessions.size.width or (self.size.width or 80)
+        width = max(20, outer - sessions.styles.scrollbar_size_vertical - 2)
         chosen = model.current()
         with self.app.batch_update():
             sessions.clear_options()
@@ -194,8 +195,11 @@ class SessionsScreen(Screen[str | None]):
                     )
                 )
                 return
+            name_cells = min(
+                24, max(Content(visible_line(r.name, 24)).cell_length for r in model.rows)
+            )
             sessions.add_options(
-                Option(session_line(row, width, now), id=f"s{index}")
+                Option(session_line(row, width, now, name_cells), id=f"s{index}")
                 for index, row in enumerate(model.rows)
             )
             if chosen is not None:

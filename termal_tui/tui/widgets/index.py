@@ -93,6 +93,8 @@ class MailboxIndex(Vertical, can_focus=True):
         Binding("escape", "clear_filter", "Clear filter"),  # offered while filtering
         Binding("h", "app.health", "Health"),
         Binding("b", "app.board", "Board", id="board"),  # the app's id: one keymap for both
+        Binding("a", "app.activity", "Activity", show=False, id="activity"),
+        Binding("s", "app.sessions", "Sessions", show=False, id="sessions"),
         Binding("r", "refresh", "Refresh"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -226,6 +228,14 @@ class MailboxIndex(Vertical, can_focus=True):
             box = self.query_one("#index-filter", Input)
             return bool(self.filter_text) or box.has_focus
         return True
+
+    def filter_to(self, text: str) -> None:
+        """Show only the cards matching ``text`` (the sessions view's enter: one agent's
+        mailboxes), as if typed into the filter; escape clears it."""
+        box = self.query_one("#index-filter", Input)
+        box.value = text  # Input.Changed applies it
+        box.can_focus = False
+        self.focus_cards()
 
     def action_clear_filter(self) -> None:
         """Escape: the filter emptied and left (the cards get the keys)."""
