@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import termal_tui
 from termal_tui.store import queries
 from termal_tui.store.reader import MailboxReader
@@ -215,15 +213,6 @@ _SQL_ANY_CASE = re.compile(
     )""",
     re.X | re.I,
 )
-# Being moved into the store by other work in progress (issue 23 item 3).
-BEING_MOVED = (
-    "termal_tui/health.py",
-    "termal_tui/notifiers.py",
-    "termal_tui/board_view.py",
-    "termal_tui/agents/projects.py",
-    "termal_tui/agents/registry.py",
-    "termal_tui/tui/app.py",
-)
 
 
 def sql_literals(source: str) -> list[tuple[int, str]]:
@@ -289,16 +278,6 @@ def f():
     assert lines == [3, 4, 6, 7, 8, 9, 10, 11]
 
 
-def test_no_sql_outside_the_store_beyond_the_files_being_moved():
-    found = sql_outside_the_store(skip=BEING_MOVED)
-    assert not found, "SQL outside termal_tui/store/:\n" + "\n".join(found)
-
-
-@pytest.mark.xfail(
-    strict=False,
-    reason="SQL still in health.py, notifiers.py, board_view.py, agents/projects.py, "
-    "agents/registry.py and tui/app.py, moving into the store in parallel work",
-)
 def test_no_sql_outside_the_store():
     found = sql_outside_the_store()
     assert not found, "SQL outside termal_tui/store/:\n" + "\n".join(found)
