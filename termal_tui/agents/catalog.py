@@ -10,7 +10,7 @@ with what an agent otherwise has to guess added beside TermAl's words:
   (TermAl's JSON, plus the paging fields termal-tui adds to a read).
 
 Nothing TermAl wrote is changed: names, descriptions, required lists and every
-constraint of TermAl's own properties stay (``tests/test_tools_catalog.py`` checks it).
+constraint of TermAl's own properties stay (``tests/agents/test_tools_catalog.py`` checks it).
 """
 
 from __future__ import annotations

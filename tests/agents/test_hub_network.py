@@ -1,0 +1,372 @@
+"""The hub's network side (``agents/hub_server.py``): the connection tracker driven by an
+injected clock, the socket options of an accepted connection, a real hub under many idle
+loopback sockets, TLS on loopback and the TLS files' errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from termal_tui.agents.registry import Registry
+from tests.agents.test_e2e import EXE
+from tests.agents.test_hub import HEADERS, INITIALIZE, hub
+
+uvicorn = pytest.importorskip("uvicorn")
+
+from termal_tui.agents.hub_server import (  # noqa: E402
+    ConnectionTracker,
+    Tracked,
+    bind,
+    protocol_for,
+)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    """A hub's file with alice and bob, each with a token."""
+    db = tmp_path / "hub" / "coordination.sqlite"
+    registry = Registry.beside(db)
+    tokens = {name: registry.issue_token(registry.add(name).name)[1] for name in ("alice", "bob")}
+    registry.close()
+    return {"db": db, "tokens": tokens, "tmp": tmp_path}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Fleet:
+    """Connections as the tracker sees them: each records whether it was closed."""
+
+    def __init__(self, tracker: ConnectionTracker) -> None:
+        self.tracker = tracker
+        self.closed: list[str] = []
+        self.port = 1000
+
+    def open(self, address: str, name: str) -> Tracked | None:
+        self.port += 1
+        return self.tracker.admit(lambda: self.closed.append(name), address, (address, self.port))
+
+
+def tracker(clock: Clock, **limits: Any) -> ConnectionTracker:
+    settings = {
+        "max_connections": 100,
+        "max_pending_per_address": 4,
+        "header_timeout": 5.0,
+        "body_timeout": 30.0,
+    }
+    return ConnectionTracker(**(settings | limits), clock=clock)
+
+
+# ------------------------------------------------------------------ deadlines
+
+
+def test_a_connection_that_sends_no_header_is_closed_at_its_deadline():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    silent = fleet.open("10.0.0.1", "silent")
+    assert silent is not None
+    clock.now += 4.9
+    assert fleet.tracker.sweep() == 0 and fleet.closed == []
+    clock.now += 0.2
+    assert fleet.tracker.sweep() == 1 and fleet.closed == ["silent"]
+    assert len(fleet.tracker) == 0 and fleet.tracker.timed_out == 1
+
+
+def test_half_a_header_does_not_move_the_deadline_on():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    slow = fleet.open("10.0.0.1", "slow")
+    assert slow is not None
+    for _ in range(4):  # a byte a second: each read says "still in the header"
+        clock.now += 1.0
+        fleet.tracker.headers(slow)
+        assert fleet.tracker.sweep() == 0
+    clock.now += 1.1
+    assert fleet.tracker.sweep() == 1 and fleet.closed == ["slow"]
+
+
+def test_a_body_has_its_own_deadline_and_a_finished_request_none():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    upload = fleet.open("10.0.0.1", "upload")
+    assert upload is not None
+    clock.now += 4.0
+    fleet.tracker.body(upload)  # the header is in: 30 s for the body from here
+    clock.now += 29.0
+    fleet.tracker.body(upload)  # more body bytes do not extend it
+    assert fleet.tracker.sweep() == 0
+    fleet.tracker.received(upload)  # the whole request: the app works, no deadline
+    clock.now += 3600
+    assert fleet.tracker.sweep() == 0
+    fleet.tracker.answered(upload, body_unread=False)  # keep-alive is uvicorn's
+    clock.now += 3600
+    assert fleet.tracker.sweep() == 0 and fleet.closed == []
+
+
+def test_a_body_left_unread_after_a_refusal_keeps_its_deadline():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    trickle = fleet.open("10.0.0.1", "trickle")
+    assert trickle is not None
+    fleet.tracker.body(trickle)
+    fleet.tracker.answered(trickle, body_unread=True)  # a 401 or 413 before the body
+    clock.now += 30.1
+    assert fleet.tracker.sweep() == 1 and fleet.closed == ["trickle"]
+
+
+def test_after_a_response_the_first_byte_of_the_next_header_starts_a_deadline():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    conn = fleet.open("10.0.0.1", "conn")
+    assert conn is not None
+    fleet.tracker.received(conn)
+    fleet.tracker.answered(conn, body_unread=False)
+    clock.now += 100
+    fleet.tracker.headers(conn)  # a partial next request
+    clock.now += 4.9
+    assert fleet.tracker.sweep() == 0
+    clock.now += 0.2
+    assert fleet.tracker.sweep() == 1
+
+
+# ------------------------------------------------------------------ limits
+
+
+def test_past_its_pending_limit_an_address_loses_its_own_oldest_idle_connection():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    other = fleet.open("10.0.0.2", "other")
+    first = [fleet.open("10.0.0.1", f"idle-{n}") for n in range(4)]
+    assert all(first) and other is not None
+    assert fleet.tracker.pending("10.0.0.1") == 4
+    newest = fleet.open("10.0.0.1", "newest")
+    assert newest is not None  # admitted: the address's oldest idle one made room
+    assert fleet.closed == ["idle-0"]
+    assert fleet.tracker.pending("10.0.0.1") == 4 and fleet.tracker.pending("10.0.0.2") == 1
+    assert fleet.tracker.evicted == 1
+
+
+def test_connections_with_a_request_in_progress_are_not_closed_for_room():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    busy = [fleet.open("10.0.0.1", f"busy-{n}") for n in range(4)]
+    for tracked in busy:
+        assert tracked is not None
+        fleet.tracker.received(tracked)
+    assert fleet.open("10.0.0.1", "refused") is None  # nothing of its own to give up
+    assert fleet.closed == [] and fleet.tracker.refused == 1
+    assert fleet.open("10.0.0.2", "elsewhere") is not None  # not everyone's
+
+
+def test_a_connection_with_a_valid_token_is_no_longer_pending():
+    clock = Clock()
+    fleet = Fleet(tracker(clock))
+    agent = fleet.open("127.0.0.1", "agent")
+    assert agent is not None
+    fleet.tracker.trust(agent.peer)
+    fleet.tracker.received(agent)
+    fleet.tracker.answered(agent, body_unread=False)  # idle between calls
+    for n in range(50):  # an attacker on the same address
+        fleet.open("127.0.0.1", f"attacker-{n}")
+    assert "agent" not in fleet.closed
+    assert fleet.tracker.pending("127.0.0.1") == 4
+    assert len(fleet.closed) == 46
+
+
+def test_the_total_counts_connections_and_makes_room_from_the_most_crowded_address():
+    clock = Clock()
+    fleet = Fleet(tracker(clock, max_connections=6, max_pending_per_address=4))
+    agents = [fleet.open("10.0.0.9", f"agent-{n}") for n in range(3)]
+    for tracked in agents:
+        assert tracked is not None
+        fleet.tracker.trust(tracked.peer)
+    crowd = [fleet.open("10.0.0.1", f"crowd-{n}") for n in range(2)]
+    lone = fleet.open("10.0.0.2", "lone")
+    assert all(crowd) and lone is not None and len(fleet.tracker) == 6
+    newcomer = fleet.open("10.0.0.3", "newcomer")
+    assert newcomer is not None and fleet.closed == ["crowd-0"]
+    # Released connections free their place: the count is of open connections only.
+    for tracked in (crowd[1], lone, newcomer):
+        assert tracked is not None
+        fleet.tracker.release(tracked)
+    assert len(fleet.tracker) == 3
+    for n in range(3):
+        assert fleet.open("10.0.0.4", f"later-{n}") is not None
+    # Full of agents with tokens and busy requests: a new connection is refused.
+    for tracked in list(fleet.tracker._all):
+        fleet.tracker.received(tracked)
+    assert fleet.open("10.0.0.5", "refused") is None and fleet.tracker.refused == 1
+
+
+# ------------------------------------------------------------------ the socket
+
+
+async def echo(scope: Any, receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    reply = b"seen " + body
+    length = [(b"content-length", str(len(reply)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": length})
+    await send({"type": "http.response.body", "body": reply})
+
+
+@contextlib.asynccontextmanager
+async def served(protocol: type[Any]) -> AsyncIterator[socket.socket]:
+    sock = bind("127.0.0.1", 0)
+    config = uvicorn.Config(echo, http=protocol, lifespan="off", log_config=None)
+    server = uvicorn.Server(config)
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not serving.done()
+            await asyncio.sleep(0.01)
+        yield sock
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 10)
+
+
+async def test_an_accepted_socket_sends_small_writes_at_once():
+    clock = Clock()
+    guard = tracker(clock)
+    accepted: list[socket.socket] = []
+
+    class Watched(protocol_for(guard)):  # type: ignore[misc]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            accepted.append(transport.get_extra_info("socket"))
+
+    async with served(Watched) as sock:
+        host, port = sock.getsockname()[:2]
+        reader, writer = await asyncio.open_connection(host, port)
+        for n in range(3):  # headers and body in two writes, on one reused connection
+            body = f"call {n}".encode()
+            writer.write(
+                f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            )
+            await writer.drain()
+            writer.write(body)
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            assert await reader.readexactly(length) == b"seen " + body
+        (conn,) = accepted
+        assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert len(guard) == 1  # one connection, three requests
+        writer.close()
+
+
+# ------------------------------------------------------------------ a real hub
+
+
+async def test_many_idle_sockets_neither_lock_agents_out_nor_stay_open(world: dict[str, Any]):
+    db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
+    limits = ["--header-timeout", "1", "--max-pending-per-address", "16"]
+    with hub(db, tmp / "hub.log", *limits) as running:
+        host, port = running.url.split("//")[1].split("/")[0].rsplit(":", 1)
+        idle: list[socket.socket] = []
+        try:
+            for n in range(300):  # beyond the old 200 limit; half send half a header
+                conn = socket.create_connection((host, int(port)), timeout=5)
+                if n % 2:
+                    conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+                idle.append(conn)
+            async with httpx2.AsyncClient(timeout=10) as http:
+                bearer = {"authorization": f"Bearer {tokens['alice']}"}
+                for _ in range(5):
+                    answer = await http.post(running.url, json=INITIALIZE, headers=HEADERS | bearer)
+                    assert answer.status_code == 200, answer.text
+            # Every idle socket is closed by the hub: at once for room, or at its deadline.
+            for conn in idle:
+                conn.settimeout(10)
+                with contextlib.suppress(ConnectionResetError):
+                    assert conn.recv(1) == b""
+        finally:
+            for conn in idle:
+                conn.close()
+
+
+def _certificate(tmp: Path) -> tuple[Path, Path]:
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def _serve(db: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EXE, "serve", "--db", str(db), "--port", "0", *extra],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def test_a_missing_or_bad_tls_file_is_one_sentence_naming_it(world: dict[str, Any]):
+    db, tmp = world["db"], world["tmp"]
+    garbage = tmp / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    missing = _serve(db, "--certfile", str(tmp / "nope.pem"), "--keyfile", str(garbage))
+    assert missing.returncode == 3, missing.stderr
+    assert "--certfile" in missing.stderr and "nope.pem: no such file" in missing.stderr
+    assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    bad = _serve(db, "--certfile", str(garbage), "--keyfile", str(garbage))
+    assert bad.returncode == 8, bad.stderr
+    assert "garbage.pem" in bad.stderr and "not a PEM certificate" in bad.stderr
+    assert "Traceback" not in bad.stderr and "unexpected" not in bad.stderr
+
+
+@pytest.mark.skipif(not Path("/usr/bin/openssl").exists(), reason="needs openssl")
+async def test_tls_on_loopback_accepts_its_own_https_origin(world: dict[str, Any]):
+    db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
+    cert, key = _certificate(tmp)
+    with hub(db, tmp / "hub.log", "--certfile", str(cert), "--keyfile", str(key)) as running:
+        assert running.url.startswith("https://")
+        port = running.url.rsplit(":", 1)[1].split("/")[0]
+        bearer = {"authorization": f"Bearer {tokens['alice']}"}
+        async with httpx2.AsyncClient(verify=False, timeout=10) as http:
+            for origin, status in (
+                ("https://localhost", 200),
+                (f"https://localhost:{port}", 200),
+                (f"https://127.0.0.1:{port}", 200),
+                ("https://evil.example", 403),
+            ):
+                answer = await http.post(
+                    running.url, json=INITIALIZE, headers=HEADERS | bearer | {"origin": origin}
+                )
+                assert answer.status_code == status, (origin, answer.text)
+
+
+async def test_a_request_header_too_large_to_parse_is_refused_in_json():
+    async with served(protocol_for(tracker(Clock()))) as sock:
+        host, port = sock.getsockname()[:2]
+        reader, writer = await asyncio.open_connection(host, port)
+        # A header that is still not over after 32 KiB (h11 gives up at 16 KiB).
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 32 * 1024)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)  # the hub closes after it
+        writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
+    assert json.loads(body)["error"] == "invalid_request"

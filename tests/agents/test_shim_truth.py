@@ -1,0 +1,101 @@
+"""The remote shim tells the truth: it checks its token and the hub before it answers
+its agent, and says which failure a call met — the token refused, nothing sent, or an
+outcome it cannot know."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from termal_tui.agents.registry import Registry
+from termal_tui.agents.remote import CallFailed, _transit_failure
+from termal_tui.agents.tools import SEND_OUTCOME_UNKNOWN
+from tests.agents.test_e2e import EXE, ToolFailure
+from tests.agents.test_hub import hub, shim
+
+pytest.importorskip("uvicorn")
+
+INITIALIZE = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    b'"capabilities":{},"clientInfo":{"name":"probe","version":"0"}}}\n'
+)
+
+
+def _start_shim(url: str, token: str, home: Path) -> subprocess.CompletedProcess[str]:
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HOME=str(home), TERMAL_HOME=str(home / ".termal"), HUB_TOKEN=token)
+    return subprocess.run(
+        [EXE, "mcp", "--remote", url, "--token-env", "HUB_TOKEN", "--channel"],
+        input=INITIALIZE.decode(),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # closed again: nothing listens there
+
+
+def test_a_wrong_token_fails_before_the_handshake(tmp_path: Path):
+    db = tmp_path / "hub" / "coordination.sqlite"
+    registry = Registry.beside(db)
+    registry.add("bob")
+    registry.close()
+    with hub(db, tmp_path / "hub.log") as running:
+        done = _start_shim(running.url, "ttk_not-a-token", tmp_path / "home")
+    assert done.returncode == 7
+    assert done.stdout == ""  # no answer to initialize: the client sees a failed server
+    assert "the token was refused by the hub" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_hub_that_is_down_fails_before_the_handshake_saying_nothing_was_sent(tmp_path: Path):
+    done = _start_shim(f"http://127.0.0.1:{_closed_port()}/mcp", "ttk_x", tmp_path / "home")
+    assert done.returncode == 7 and done.stdout == ""
+    assert "nothing was sent: the hub at" in done.stderr and "cannot be reached" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+async def test_calls_say_token_refused_or_nothing_sent(tmp_path: Path):
+    db = tmp_path / "hub" / "coordination.sqlite"
+    registry = Registry.beside(db)
+    registry.add("alice")
+    token = registry.issue_token("alice")[1]
+    registry.add("bob")
+    with hub(db, tmp_path / "hub.log") as running:
+        async with shim(running.url, token, tmp_path / "alice-home", channel=False) as (alice, _):
+            await alice.call("termal_list_sessions")
+            registry.revoke_token("alice")
+            with pytest.raises(ToolFailure, match="the token was refused by the termal-tui hub"):
+                await alice.call(
+                    "termal_send_to_session",
+                    {"sessionId": "bob", "message": "m", "idempotencyKey": "k1"},
+                )
+            registry.issue_token("alice")  # another token: this shim's stays refused
+            os.kill(running.process.pid, signal.SIGKILL)
+            running.process.wait(10)
+            with pytest.raises(ToolFailure, match=r"^nothing was sent: the termal-tui hub"):
+                await alice.call(
+                    "termal_send_to_session",
+                    {"sessionId": "bob", "message": "m", "idempotencyKey": "k2"},
+                )
+    registry.close()
+
+
+def test_only_a_call_that_may_have_arrived_is_outcome_unknown():
+    lost = CallFailed(TimeoutError("read timed out"), maybe_sent=True, refused=False)
+    assert _transit_failure("termal_send_to_session", lost).startswith(SEND_OUTCOME_UNKNOWN)
+    refused = CallFailed(ConnectionRefusedError(), maybe_sent=False, refused=False)
+    assert _transit_failure("termal_send_to_session", refused).startswith("nothing was sent")
+    denied = CallFailed(RuntimeError("401"), maybe_sent=False, refused=True)
+    assert "token was refused" in _transit_failure("termal_acknowledge_mailbox", denied)
