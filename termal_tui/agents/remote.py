@@ -42,7 +42,6 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, ConfigDict
 
 from termal_tui.agents.mcp_server import (
@@ -164,7 +163,7 @@ class HubLink:
                 with anyio.CancelScope() as scope:
                     self.mcp_session, self.last_status = None, None
                     async with (
-                        create_mcp_http_client(headers=headers) as http,
+                        _http_client(headers) as http,
                         streamable_http_client(
                             self.options.url, http_client=http, terminate_on_close=False
                         ) as streams,
@@ -410,6 +409,13 @@ async def serve_remote(options: RemoteOptions) -> None:
             group.cancel_scope.cancel()
     if failure is not None:
         raise failure
+
+
+def _http_client(headers: dict[str, str]) -> httpx2.AsyncClient:
+    """The shim's HTTP client, with the MCP transports' timeouts (30 s to connect, write
+    and wait for a connection; 300 s to read, since the hub holds a stream open). Built
+    with httpx2's public API: the SDK's own helper lives in a private module."""
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
 
 
 def _engaged(
