@@ -1,0 +1,65 @@
+"""Issue 24's viewer defects: each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from termal_tui.tui.app import MailboxApp
+from termal_tui.tui.widgets.mailbox_view import MailboxView
+from tests.viewer_support import app_for, demo_copy, mailbox_between, settle
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> Path:
+    return demo_copy(tmp_path_factory.mktemp("demo"))
+
+
+async def open_view(app: MailboxApp, pilot, *names: str) -> MailboxView:
+    app.open_mailbox(mailbox_between(app, *names))
+    await settle(app, pilot)
+    view = app.active_view()
+    assert view is not None
+    return view
+
+
+async def test_a_jump_on_the_index_is_offered_in_the_mailboxes_that_hold_it(demo_db):
+    from termal_tui.tui.commands import MailboxCommands
+
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        provider = MailboxCommands(app.screen)
+        hits = [hit async for hit in provider.search("#5")]
+        assert hits, "#5 on the index answered nothing (No matches found)"
+        assert all(str(hit.text).startswith("Jump to #5 in ") for hit in hits)
+        # A number no mailbox holds: how to jump, not silence.
+        (hint,) = [hit async for hit in provider.search("#99999999")]
+        assert "open a mailbox first" in str(hint.text)
+        target = mailbox_between(app, "planner", "backend")
+        (chosen,) = [h for h in hits if target in str(h.help)]
+        chosen.command()
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None and view.mailbox_id == target
+        assert view.highlighted_message().sequence == 5
+
+
+async def test_a_jump_beyond_the_latest_is_not_offered(demo_db):
+    from termal_tui.tui.commands import MailboxCommands
+
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        latest = view.model.latest_sequence
+        provider = MailboxCommands(app.screen)
+        beyond = latest + 60
+        (hit,) = [hit async for hit in provider.search(f"#{beyond}")]
+        text = str(hit.text)
+        assert f"Jump to #{beyond}" not in text
+        assert f"latest is #{latest:,}" in text
+        hit.command()
+        await settle(app, pilot)
+        assert view.highlighted_message().sequence == latest
