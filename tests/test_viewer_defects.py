@@ -63,3 +63,36 @@ async def test_a_jump_beyond_the_latest_is_not_offered(demo_db):
         hit.command()
         await settle(app, pilot)
         assert view.highlighted_message().sequence == latest
+
+
+@pytest.mark.parametrize("width", [60, 80])
+async def test_search_and_quit_stay_in_a_narrow_footer(demo_db, width):
+    """At 80 columns a tab's footer hid ``/ Search`` and ``q Quit`` (copy, export,
+    refresh and the tab keys give way first now); the index keeps ``/`` and ``q`` too."""
+    from rich.cells import cell_len
+    from textual.widgets._footer import FooterKey
+
+    from termal_tui.tui.widgets.footer import PALETTE_CELLS
+
+    def shown() -> list[FooterKey]:
+        return [
+            key
+            for key in app.screen.query(FooterKey)
+            if key.display and "-command-palette" not in key.classes
+        ]
+
+    def fits(keys: list[FooterKey]) -> bool:
+        used = sum(cell_len(k.key_display) + 2 + cell_len(k.description) for k in keys)
+        return used <= width - PALETTE_CELLS
+
+    app = app_for(demo_db)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await settle(app, pilot)
+        on_index = shown()
+        assert {"filter", "app.quit", "help"} <= {k.action for k in on_index}
+        assert fits(on_index)
+        await open_view(app, pilot, "planner", "backend")
+        await pilot.pause()
+        in_tab = shown()
+        assert {"search", "app.quit", "help"} <= {k.action for k in in_tab}
+        assert fits(in_tab)
