@@ -96,3 +96,31 @@ async def test_search_and_quit_stay_in_a_narrow_footer(demo_db, width):
         in_tab = shown()
         assert {"search", "app.quit", "help"} <= {k.action for k in in_tab}
         assert fits(in_tab)
+
+
+async def test_a_tabs_key_on_the_index_says_what_it_does_and_where(demo_db):
+    """o, f, e, c pressed on the index did nothing and said nothing."""
+    app = app_for(demo_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app.active_view() is None
+
+        def said() -> list[str]:
+            return [n.message for n in app._notifications]
+
+        before = len(said())
+        for key, words in (
+            ("o", "o loads older messages in a mailbox tab: open one with enter."),
+            ("f", "whole body in a mailbox tab"),
+            ("e", "exports the mailbox"),
+            ("c", "copies the highlighted message's body in a mailbox tab"),
+        ):
+            await pilot.press(key)
+            await pilot.pause()
+            new = said()[before:]
+            assert len(new) == 1 and words in new[0], (key, new)
+            before = len(said())
+        await pilot.press("r", "h")  # the index's own keys: no hint
+        await pilot.pause()
+        assert not [m for m in said()[before:] if "mailbox tab" in m]
+        assert app.active_view() is None
