@@ -18,6 +18,8 @@ from termal_tui.sanitize import visible_line
 if TYPE_CHECKING:
     from termal_tui.tui.app import MailboxApp
 
+JUMP_OFFERS = 8  # #N on the index: a jump offered in at most this many mailboxes
+JUMP_HINT = "#N jumps to a message in a mailbox tab: open one with enter, then ctrl+p #N."
 _JUMP = re.compile(r"^\s*(?:jump\s*(?:to)?\s*)?#\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -55,6 +57,64 @@ class MailboxCommands(Provider):
             commands.append(("Show new messages", view.show_new, "Bring announced rows in"))
         return commands
 
+    def _jump_hits(self, sequence: int) -> list[tuple[float, str, object, str]]:
+        """``#N``: a jump in the open tab, never beyond its latest sequence (offered as
+        "latest is #M"); on the index, the jump in each mailbox that holds #N (opened
+        there), or a hint to open a mailbox first."""
+        app = self.mailbox_app
+        view = app.active_view()
+        if view is not None:
+            latest = view.model.latest_sequence
+            if sequence < 1:
+                return [
+                    (
+                        100,
+                        "Jump to #1, the first message (there is no #0)",
+                        partial(view.jump_to, 1),
+                        "Messages are numbered from #1",
+                    )
+                ]
+            if latest and sequence > latest:
+                return [
+                    (
+                        100,
+                        f"No #{sequence:,} here: latest is #{latest:,} (jump to it)",
+                        partial(view.jump_to, latest),
+                        f"This mailbox holds #1–#{latest:,}",
+                    )
+                ]
+            return [
+                (
+                    100,
+                    f"Jump to #{sequence:,} in the current mailbox",
+                    partial(view.jump_to, sequence),
+                    "Loads older pages as needed",
+                )
+            ]
+        holding = [s for s in app.summaries if 1 <= sequence <= latest_shown(s)]
+        hits: list[tuple[float, str, object, str]] = [
+            (
+                100 - index * 0.01,
+                f"Jump to #{sequence:,} in {visible_line(summary_title(summary), 60)}",
+                partial(app.open_mailbox, summary.id, at_sequence=sequence),
+                f"Opens {visible_line(summary.id)} at #{sequence:,} "
+                f"(latest #{latest_shown(summary):,})",
+            )
+            for index, summary in enumerate(holding[:JUMP_OFFERS])
+        ]
+        if not hits:
+            hits.append(
+                (
+                    100,
+                    f"#{sequence:,}: open a mailbox first, then #N jumps in it",
+                    partial(app.notify, JUMP_HINT, markup=False),
+                    "No mailbox listed here holds that number"
+                    if app.summaries
+                    else "No mailbox is listed yet",
+                )
+            )
+        return hits
+
     def _system_commands(self, discovering: bool) -> list[tuple[str, object, str]]:
         """Textual's own (Keys, Maximize, Screenshot, Theme, Quit), after the mailboxes."""
         return [
@@ -69,16 +129,10 @@ class MailboxCommands(Provider):
             yield DiscoveryHit(Content(name), callback, text=name, help=help_text)  # type: ignore[arg-type]
 
     async def search(self, query: str) -> Hits:
-        view = self.mailbox_app.active_view()
         jump = _JUMP.match(query)
-        if jump and view is not None:
-            sequence = int(jump.group(1))
-            yield Hit(
-                100,
-                f"Jump to #{sequence:,} in the current mailbox",
-                partial(view.jump_to, sequence),
-                help="Loads older pages as needed",
-            )
+        if jump:
+            for score, title, callback, help_text in self._jump_hits(int(jump.group(1))):
+                yield Hit(score, Content(title), callback, text=title, help=help_text)  # type: ignore[arg-type]
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands() + self._system_commands(False):
             score = matcher.match(name)

@@ -23,6 +23,7 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
+from termal_tui.views.thread import Gap, gap_parts
 from termal_tui.vocabulary import (
     absolute_time,
     outcome_words,
@@ -33,7 +34,6 @@ from termal_tui.vocabulary import (
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewEnvelope
-    from termal_tui.views.thread import Gap
 
 EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"
@@ -171,14 +171,22 @@ def divider_line(participant: MailboxParticipant) -> Content:
 
 
 def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # type: ignore[assignment]
-    lines = [divider_line(p) for p in dividers]
-    lines.append(
-        Content.styled(
-            f"  … up to {gap.at_most:,} rows not loaded (#{gap.older + 1:,}–#{gap.newer - 1:,})"
-            " — enter to load",
-            "italic $accent",
-        )
-    )
+    """The unloaded rows, split where a cursor inside them stands (``gap_parts``): a
+    divider is drawn between the rows newer than the cursor and those at or below it."""
+    lines: list[Content] = []
+    hint = " — enter to load"  # on the newest unloaded rows: enter reads from there down
+    for part in gap_parts(gap, dividers):
+        if isinstance(part, Gap):
+            lines.append(
+                Content.styled(
+                    f"  … up to {part.at_most:,} rows not loaded "
+                    f"(#{part.older + 1:,}–#{part.newer - 1:,}){hint}",
+                    "italic $accent",
+                )
+            )
+            hint = ""
+        else:
+            lines.append(divider_line(part))
     return Content("\n").join(lines)
 
 

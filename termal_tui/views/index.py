@@ -126,6 +126,7 @@ class IndexModel:
         self._appending = False
         self._appending_matches = False
         self._marking = False
+        self._markers_again = False  # asked for markers while a pass ran: once more after
         self._counting = False
         self._totals_stale = False  # a commit since the last count
         self._health_at = -1e18
@@ -241,7 +242,12 @@ class IndexModel:
             while True:
                 self._again = False
                 self._dirty = False
-                await self._read_pages()
+                try:
+                    await self._read_pages()
+                except Superseded:
+                    if not self._again:  # the new file's "opened" asks again: it did
+                        raise
+                    continue  # read from the replaced file: the new one's pages now
                 if not self._again:
                     break
         finally:
@@ -416,10 +422,14 @@ class IndexModel:
     async def load_markers(self) -> None:
         """The worst finding per mailbox, as a word on its card."""
         if self._marking:
+            # A pass runs (perhaps on a file just replaced: it ends Superseded). Once more
+            # after it, so a new file's markers come with its cards, not a pass later.
+            self._markers_again = True
             return
         from termal_tui.health import health_report
 
         self._marking = True
+        self._markers_again = False
         self._health_at = self.clock.monotonic()
         # Paged: markers for the loaded cards only (memory follows what is on screen).
         only = None
@@ -434,6 +444,9 @@ class IndexModel:
             )
         finally:
             self._marking = False
+            if self._markers_again:
+                self._markers_again = False
+                self._spawn(self.load_markers)
         worst: dict[str, str] = {}
         for finding in report.findings:  # ranked: the first per mailbox is worst
             if self.session_id is not None and finding.session_id != self.session_id:

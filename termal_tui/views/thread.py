@@ -34,6 +34,33 @@ class Gap:
         return max(0, self.newer - self.older - 1)
 
 
+def gap_parts(
+    gap: Gap, participants: Sequence[MailboxParticipant]
+) -> list[Gap | MailboxParticipant]:
+    """A gap row as it is drawn, top to bottom, with the cursors that lie inside it.
+
+    A divider stands just above the rows it is above: a cursor inside the gap splits it
+    into the unloaded rows newer than the cursor (``Gap(gap.newer, cursor)``; none when
+    the cursor is the gap's newest row), the divider, then the rows at or below the
+    cursor (``Gap(cursor + 1, gap.older)``). Never a divider above rows it is not above.
+    Participants outside the gap are not drawn here (the caller placed them).
+    """
+    inside = sorted(
+        (p for p in participants if gap.older < p.processed_through < gap.newer),
+        key=lambda p: -p.processed_through,
+    )
+    parts: list[Gap | MailboxParticipant] = []
+    newer = gap.newer
+    for participant in inside:
+        cursor = participant.processed_through
+        if newer - cursor - 1 > 0:  # unloaded rows above this cursor
+            parts.append(Gap(newer, cursor))
+        newer = cursor + 1
+        parts.append(participant)
+    parts.append(Gap(newer, gap.older))
+    return parts
+
+
 @dataclass(frozen=True)
 class StartMarker:
     key: str = "start-of-mailbox"

@@ -319,10 +319,12 @@ async def test_a_deep_jump_reads_a_window_and_marks_the_gap(tmp_path):
             str(o.prompt) for o in view.thread.options if o.id and o.id.startswith("gap-")
         ]
         (gap_prompt,) = gap_prompts
-        # alpha's cursor (#10000) stands inside the gap: its divider marks the gap row.
+        # alpha's cursor (#10000) stands inside the gap: its divider splits the gap row
+        # there (never drawn above the unloaded rows #10,001–#19,950 it is not above).
         assert gap_prompt.splitlines() == [
+            "  … up to 9,950 rows not loaded (#10,001–#19,950) — enter to load",
             "──── alpha has processed to here (#10,000) ────",
-            "  … up to 14,925 rows not loaded (#5,026–#19,950) — enter to load",
+            "  … up to 4,975 rows not loaded (#5,026–#10,000)",
         ]
         view.thread.highlighted = view.model.index_of(view.model.items[50].key)  # the gap row
         await pilot.press("enter")

@@ -191,3 +191,86 @@ async def test_a_session_view_says_why_it_lists_nothing(tmp_path):
     assert "takes part in no mailbox" in model.empty_reason
     model.close()
     await source.close()
+
+
+async def _replace(path: Path, other: Path) -> None:
+    import os
+
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+        Path(f"{other}{suffix}").unlink(missing_ok=True)
+    os.replace(other, path)
+
+
+async def test_markers_of_a_replaced_file_come_with_its_cards(tmp_path, monkeypatch):
+    """⚠ markers vanished for ~30 s after a file replacement: a health pass running on
+    the old file when the new one opened ended Superseded, the new file's pass was
+    turned away meanwhile, and the markers waited for the next pass. Now the pass asked
+    for meanwhile runs as soon as the old one ends, with no clock advanced."""
+    import asyncio
+
+    import termal_tui.health as health
+
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", 4)
+    other = await many_mailboxes(tmp_path / "other" / "coordination.sqlite", 3)
+    source, model, clock = await opened(path)
+    assert model.problems
+    real = health.health_report
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(reader, **kwargs):
+        if not gate.is_set():
+            entered.set()
+            await gate.wait()
+        return await real(reader, **kwargs)
+
+    monkeypatch.setattr(health, "health_report", held)
+    clock.advance(HEALTH_EVERY_SECONDS)  # a health pass on the old file, held open
+    await source.settled()
+    await asyncio.wait_for(entered.wait(), 5)
+    await _replace(path, other)
+    clock.advance(INTERVAL)
+    await source.settled()  # the new file opened, its cards read; its pass turned away
+    while model._refreshing:
+        await asyncio.sleep(0)
+    assert source.generation == 2 and len(model.summaries) == 3
+    gate.set()  # the old pass ends (Superseded)
+    await model.idle()
+    assert model.problems, "no markers until the next health pass"
+    assert set(model.problems) <= {s.id for s in model.summaries}
+    model.close()
+    await source.close()
+
+
+async def test_a_read_superseded_by_a_new_file_does_not_drop_the_new_files_read(
+    tmp_path, monkeypatch
+):
+    """A page read running on the old file when the new one opens ends Superseded; the
+    read the new file asked for meanwhile must still happen (not wait for a check)."""
+    import asyncio
+
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", 4)
+    other = await many_mailboxes(tmp_path / "other" / "coordination.sqlite", 3)
+    source, model, clock = await opened(path)
+    reader = source.reader
+    assert reader is not None
+    real = reader.list_mailboxes
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(*args, **kwargs):
+        entered.set()
+        await gate.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "list_mailboxes", held)
+    model.request_refresh()  # a read of the old file, held open
+    await asyncio.wait_for(entered.wait(), 5)
+    await _replace(path, other)
+    clock.advance(INTERVAL)
+    await source.settled()  # opened: asks for a read while the old one runs
+    gate.set()
+    await model.idle()
+    assert source.generation == 2
+    assert len(model.summaries) == 3, "the new file's cards wait for the next check"
+    model.close()
+    await source.close()

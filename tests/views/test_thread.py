@@ -185,3 +185,57 @@ def test_toggle_changes_one_row(expanded):
         model.toggle("message-2")
     change = model.toggle("message-2")
     assert change.changed == {"message-2"} and ("message-2" in model.expanded) is not expanded
+
+
+def test_a_cursor_inside_a_gap_splits_the_gap_row_where_it_stands():
+    """#999,651, the divider, then "999,600 rows not loaded" put the divider above
+    rows #900,001–#999,650 it is not above: it is drawn between them and the rest."""
+    from termal_tui.views.thread import gap_parts
+
+    model = ThreadModel()
+    latest = 999_700
+    model.load_first(summary(latest, planner=900_000), newest_first(latest, 999_651), True)
+    model.place_window(newest_first(50, 1), has_older=False, newer_exist=True)
+    (key,) = model.dividers()
+    index = model.index_of(key)
+    assert index is not None
+    gap = model.items[index]
+    assert isinstance(gap, Gap) and (gap.newer, gap.older) == (999_651, 50)
+    parts = gap_parts(gap, model.dividers()[key])
+    assert [(p.newer, p.older) if isinstance(p, Gap) else p.processed_through for p in parts] == [
+        (999_651, 900_000),
+        900_000,
+        (900_001, 50),
+    ]
+    assert [p.at_most for p in parts if isinstance(p, Gap)] == [99_650, 899_950]
+
+
+def test_gap_parts_orders_cursors_and_drops_empty_runs():
+    from termal_tui.views.thread import gap_parts
+
+    a = MailboxParticipant(session_id="a", display_name="a", processed_through=100)
+    b = MailboxParticipant(session_id="b", display_name="b", processed_through=199)
+    c = MailboxParticipant(session_id="c", display_name="c", processed_through=150)
+    parts = gap_parts(Gap(200, 10), [a, b, c])
+    assert [(p.newer, p.older) if isinstance(p, Gap) else p.session_id for p in parts] == [
+        "b",
+        (200, 150),
+        "c",
+        (151, 100),
+        "a",
+        (101, 10),
+    ]
+
+
+def test_a_gap_row_draws_the_divider_between_its_rows():
+    from termal_tui.tui.render import gap_row
+
+    planner = MailboxParticipant(
+        session_id="planner", display_name="planner", processed_through=900_000
+    )
+    lines = gap_row(Gap(999_651, 50), [planner]).plain.splitlines()
+    assert lines == [
+        "  … up to 99,650 rows not loaded (#900,001–#999,650) — enter to load",
+        "──── planner has processed to here (#900,000) ────",
+        "  … up to 899,950 rows not loaded (#51–#900,000)",
+    ]

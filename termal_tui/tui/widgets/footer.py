@@ -1,5 +1,6 @@
 """A compact footer that fits its width: when the keys on offer do not fit, the least
-needed are left out (copy id first, the essentials last), never cut mid-label."""
+needed are left out (copy id first; search and quit last, help never), never cut
+mid-label."""
 
 from __future__ import annotations
 
@@ -9,25 +10,25 @@ from rich.cells import cell_len
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-# Left out first → last; actions not named here are kept.
+# Left out first → last; then any other key (the rightmost first); then LAST.
 DROP_ORDER: Final = (
     "copy_id",
     "export",
     "copy_body",
-    "app.quit",
-    "quit",
-    "search",
-    "refresh",
-    "close",
+    "refresh",  # r still works; the palette has "Refresh now"
     "app.show_index",
-    "show_index",
+    "show_index",  # [ ] reaches the index too
+    "close",
     "previous_tab",  # ctrl+← / ctrl+→ and the palette reach the tabs too
-    "filter",
+    "full_body",  # enter expands the row in place
+    "app.board",
+    "board",
     "app.health",
     "health",
-    "full_body",
 )
-KEEP: Final = frozenset({"app.help", "help", "dismiss", "app.pop_screen"})  # kept last
+# Search and quit stay while anything else can give way (at 80 columns a tab hid them).
+LAST: Final = ("filter", "search", "app.quit", "quit")
+KEEP: Final = frozenset({"app.help", "help", "dismiss", "app.pop_screen"})  # never left out
 PALETTE_CELLS: Final = 13  # "▏^p palette" docked right, and a spare cell
 
 
@@ -55,18 +56,23 @@ class FittingFooter(Footer):
 
         shown = {id(key): True for key in keys}
         total = sum(cells(key) for key in keys)
-        for action in DROP_ORDER:
-            if total <= width:
-                break
-            for key in keys:
-                if key.action == action and shown[id(key)]:
-                    shown[id(key)] = False
-                    total -= cells(key)
-        for key in reversed(keys[1:]):  # still too wide: the last keys go, never a cut
-            if total <= width:
-                break
-            if shown[id(key)] and key.action not in KEEP:
+
+        def drop(key: FooterKey) -> None:
+            nonlocal total
+            if shown[id(key)] and total > width:
                 shown[id(key)] = False
                 total -= cells(key)
+
+        for action in DROP_ORDER:
+            for key in keys:
+                if key.action == action:
+                    drop(key)
+        for key in reversed(keys[1:]):  # still too wide: the last keys go, never a cut
+            if key.action not in KEEP and key.action not in LAST:
+                drop(key)
+        for action in LAST:
+            for key in keys:
+                if key.action == action:
+                    drop(key)
         for key in keys:
             key.display = shown[id(key)]

@@ -8,8 +8,9 @@ and owns only its keys: ``/`` filter, escape, ``r`` refresh, enter opens a card.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -70,6 +71,19 @@ def status_content(line: StatusLine) -> Content:
     if line.reason:
         status += Content("\n") + Content.styled(visible_line(line.reason, 300), "$error")
     return status
+
+
+# A tab's keys pressed on the index: what they do, and where (one notification each).
+TAB_KEY_WORDS: Final = {
+    "older": "loads older messages",
+    "full_body": "shows the highlighted message's whole body",
+    "show_new": "brings announced new messages in",
+    "close": "closes the tab",
+    "copy_body": "copies the highlighted message's body",
+    "copy_id": "copies the highlighted message's id",
+    "export": "exports the mailbox to a file",
+    "hidden_rows": "shows the review results a tab hides",
+}
 
 
 class MailboxIndex(Vertical, can_focus=True):
@@ -215,6 +229,47 @@ class MailboxIndex(Vertical, can_focus=True):
     def action_refresh(self) -> None:
         if self.model is not None:
             self.model.request_refresh()
+
+    def tab_key_hint(self, key: str) -> str:
+        """What a tab's key does and where, when it is not one of the index's own keys
+        (the config's keymap applied); "" for any other key."""
+        from termal_tui.tui.widgets.mailbox_view import MailboxView
+
+        app = self.app
+        keymap: dict[str, str] = getattr(app, "keymap_applied", {})
+
+        def keys_of(binding: Binding) -> list[str]:
+            bound = keymap.get(binding.id, binding.key) if binding.id else binding.key
+            return [k.strip() for k in bound.split(",")]
+
+        here = {
+            k
+            for owner in (MailboxIndex, type(app))
+            for binding in owner.BINDINGS
+            if isinstance(binding, Binding)
+            for k in keys_of(binding)
+        }
+        if key in here:
+            return ""
+        for binding in MailboxView.BINDINGS:
+            if not isinstance(binding, Binding) or binding.action not in TAB_KEY_WORDS:
+                continue
+            if key in keys_of(binding):
+                shown = app.get_key_display(Binding(key, ""))
+                return (
+                    f"{shown} {TAB_KEY_WORDS[binding.action]} in a mailbox tab: "
+                    "open one with enter."
+                )
+        return ""
+
+    def on_key(self, event: events.Key) -> None:
+        """A tab's key on the index does nothing there: say what it does and where."""
+        if isinstance(self.app.focused, Input):
+            return  # typing a filter
+        hint = self.tab_key_hint(event.key)
+        if hint:
+            event.stop()
+            self.app.notify(hint, markup=False, timeout=4)
 
     def action_filter(self) -> None:
         """``/``: the filter box takes the keys at once (``set_focus``, not ``focus``,
