@@ -179,6 +179,11 @@ class Hub:
             session_idle_timeout=limits.session_idle,
             max_request_body_size=limits.max_request_bytes,  # BodyLimit answers first
             max_sessions=limits.max_sessions,
+            # A call is answered with one JSON body, not an SSE stream per POST: the
+            # hub sends nothing during a call (wakes go on the session's GET stream),
+            # and an SSE response costs a task group, a ping task and a send timeout
+            # per call on the hub's one event loop.
+            json_response=True,
         )
 
     # ------------------------------------------------------------ per session

@@ -10,11 +10,12 @@ out after a slow one, on an injected monotonic clock, so tests drive time with a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Final, NamedTuple
 
-from termal_tui.health import Finding, HealthReport, Thresholds
+from termal_tui.health import Finding, HealthReport, Thresholds, format_age
+from termal_tui.notifiers import Listener, Notifier
 from termal_tui.sanitize import visible_line
 from termal_tui.vocabulary import counted
 
@@ -24,6 +25,8 @@ SLOW_PASS: Final = 0.5  # …when t is at least this (a busy machine slows small
 CHECKING: Final = " · checking…"
 TITLE: Final = "termal-tui (read-only) — delivery health"
 MUTED: Final = "$foreground 65%"
+CHANNEL_LINES: Final = 3  # the channels section's most lines; then "… and N more"
+NAME_CELLS: Final = 24  # a session's name is cut to this in the channels section
 
 Segment = tuple[str, str]  # (text, style): the screen turns these into its own text
 
@@ -34,6 +37,66 @@ class Counts(NamedTuple):
     rows: int  # stuck unread rows, each once
     mailboxes: int  # mailboxes with a finding
     findings: int  # findings in all
+
+
+class Channel(NamedTuple):
+    """Who holds one registered session's channel, as the health view says it (names
+    and hosts already made visible: an agent chose them)."""
+
+    name: str
+    holder: str  # "local pid 4242 since 12:01 UTC"; "" when nobody holds it
+    hooks: str  # "hooks 3 min ago" when nobody holds it but its hooks ran; else ""
+
+    @property
+    def held(self) -> bool:
+        return bool(self.holder)
+
+    def text(self) -> str:
+        """``planner ← local pid 4242 since 12:01 UTC`` / ``backend ← nobody``."""
+        if self.holder:
+            return f"{self.name} ← {self.holder}"
+        return f"{self.name} ← nobody" + (f" ({self.hooks})" if self.hooks else "")
+
+
+def _clock_time(epoch: float, today: datetime) -> str:
+    """``12:01 UTC`` today (UTC), ``2026-12-01 23:58 UTC`` on another day."""
+    moment = datetime.fromtimestamp(epoch, UTC)
+    if moment.date() == today.astimezone(UTC).date():
+        return moment.strftime("%H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def holder_words(listener: Listener, today: datetime) -> str:
+    """The compact :meth:`Listener.describe`: ``local pid 4242 since 12:01 UTC``, or
+    ``remote 10.0.0.7 (shim 77@laptop) since …`` (the shim's words are its own)."""
+    since = _clock_time(listener.since, today)
+    if listener.kind == "remote":
+        shim = f" (shim {visible_line(listener.peer, 40)})" if listener.peer else ""
+        return f"remote {visible_line(listener.host, 60)}{shim} since {since}"
+    return f"local pid {listener.pid} since {since}"
+
+
+def channels_of(notifiers: Mapping[str, Notifier] | None, now: datetime) -> list[Channel] | None:
+    """Every registered session's channel, held ones first, then by name; None when
+    there is no session registry (sessions TermAl runs are not ours to describe)."""
+    if notifiers is None:
+        return None
+    moment = now.timestamp()
+    found = []
+    for notifier in notifiers.values():
+        name = visible_line(notifier.name, NAME_CELLS) or "?"
+        if notifier.holder is not None:
+            holder = holder_words(notifier.holder, now)
+        elif notifier.channel:  # a registry from before version 5: one channel, no more said
+            holder = "a local channel"
+        else:
+            holder = ""
+        hooks = ""
+        if not holder and notifier.hook_seen_at is not None:
+            hooks = f"hooks {format_age(moment - notifier.hook_seen_at)} ago"
+        found.append(Channel(name, holder, hooks))
+    found.sort(key=lambda channel: (not channel.held, channel.name.casefold(), channel.name))
+    return found
 
 
 def identity(finding: Finding) -> tuple[str, str, str]:
@@ -68,6 +131,7 @@ class HealthView:
         self.good_at: str | None = None  # when the last pass that read the file ended
         self.stale_reason = ""  # why the last pass failed, until one succeeds
         self.missing = ""  # the file is not there (and nothing was read from it): why
+        self.channels: list[Channel] | None = None  # None: no session registry
         self._finished_at = -1e18
         self._took = 0.0  # seconds the last pass took
         self._started_at = 0.0
@@ -94,10 +158,17 @@ class HealthView:
         self._finished_at = self.monotonic()
         self._took = self._finished_at - self._started_at
 
-    def loaded(self, report: HealthReport) -> None:
+    def loaded(
+        self,
+        report: HealthReport,
+        notifiers: Mapping[str, Notifier] | None = None,
+        now: datetime | None = None,
+    ) -> None:
         """A pass succeeded: counted whole, then only the worst ``MAX_SHOWN`` findings
-        are kept (400,000 findings need not stay in memory for 500 rows)."""
+        are kept (400,000 findings need not stay in memory for 500 rows). ``notifiers``
+        (read in the same pass, judged at ``now``) say who holds each channel."""
         self._end()
+        self.channels = channels_of(notifiers, now or self.clock())
         self.stale_reason = ""
         self.missing = ""
         self.good_at = self.clock().strftime("%H:%M:%S")
@@ -229,6 +300,51 @@ class HealthView:
         if len(state[0]) + len(words) + len(hint) + len(CHECKING) <= room:
             line.append((hint, MUTED))
         return line + checking
+
+    def channel_lines(self, room: int, most: int = CHANNEL_LINES) -> list[list[Segment]]:
+        """The channels section at ``room`` cells: ``channels: planner ← local pid 4242
+        since 12:01 UTC · backend ← nobody``, wrapped between sessions (a session is
+        never split; one too long for a line is cut with ``…``), at most ``most`` lines,
+        the last ending in ``… and N more`` when not all fit. Nothing when there is no
+        session registry."""
+        if self.channels is None:
+            return []
+        label = "channels: "
+        if not self.channels:
+            return [[(label, "bold"), ("no session is registered", MUTED)]]
+        room = max(20, room)
+        indent = " " * len(label)
+        total = len(self.channels)
+        lines: list[list[Segment]] = []
+        line: list[Segment] = [(label, "bold")]
+        used = len(label)
+        for index, channel in enumerate(self.channels):
+            text = channel.text()
+            style = "" if channel.held else "$warning"
+            sep = " · " if len(line) > 1 else ""
+            if len(line) > 1 and used + len(sep) + len(text) > room:
+                if len(lines) == most - 1:  # no line left: say how many are not shown
+                    return [*lines, self._cut_with_more(line, used, room, total - index)]
+                lines.append(line)
+                line, used, sep = [(indent, "")], len(indent), ""
+            if used + len(sep) + len(text) > room:  # alone on its line and still too long
+                text = text[: max(1, room - used - len(sep) - 1)] + "…"
+            line += [(sep, MUTED), (text, style)] if sep else [(text, style)]
+            used += len(sep) + len(text)
+        return [*lines, line]
+
+    @staticmethod
+    def _cut_with_more(line: list[Segment], used: int, room: int, left: int) -> list[Segment]:
+        """``line`` ending in ``… and N more sessions``, sessions dropped from its end
+        (counted into N) until that fits (the line's first session always stays)."""
+        while True:
+            tail = f" · … and {counted(left, 'more session')}"
+            if used + len(tail) <= room or len(line) <= 2:
+                return [*line, (tail, MUTED)]
+            sep, text = line[-2], line[-1]
+            line = line[:-2]
+            used -= len(sep[0]) + len(text[0])
+            left += 1
 
     def more_line(self) -> str:
         left = self.more

@@ -485,10 +485,9 @@ async def raw_send(
     }
     answer = await http.post(url, json=request, headers=headers)
     answer.raise_for_status()
-    data = next(
-        json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")
-    )
-    result = data["result"]
+    # the hub answers a call with one JSON body (no SSE stream per POST)
+    assert answer.headers["content-type"].startswith("application/json"), answer.headers
+    result = answer.json()["result"]
     if result.get("isError"):
         raise ToolFailure(result["content"][0]["text"])
     return json.loads(result["content"][0]["text"])

@@ -200,3 +200,85 @@ def test_nothing_stuck_says_the_short_form_when_the_long_one_would_wrap():
     short = text(model.status(76))
     assert short == "● Live 12:00:00 · ✓ Nothing is stuck: 3 mailboxes, 0 unread."
     assert text(model.status(58)) == "● Live 12:00:00 · ✓ Nothing is stuck."
+
+
+# --------------------------------------------------------------- who holds each channel
+
+
+def _listener(session: str, kind: str = "local", since: float = 0.0, **more: object):
+    from termal_tui.notifiers import Listener
+
+    at = since or NOON.timestamp() - 3540  # 11:01 UTC
+    fields = {"pid": 4242, "host": "devbox", "peer": None} | more
+    return Listener(
+        f"l-{session}", session, kind, fields["pid"], fields["host"], fields["peer"], at, at
+    )
+
+
+def _notifiers():
+    from termal_tui.notifiers import Notifier
+
+    return {
+        "s1": Notifier("s1", "planner", True, None, _listener("s1")),
+        "s2": Notifier("s2", "backend", False, None),
+        "s3": Notifier("s3", "alpha", False, NOON.timestamp() - 180),  # hooks ran 3 min ago
+        "s4": Notifier(
+            "s4",
+            "remote\x1b[31mbob",  # an agent chose the name: no escape reaches the screen
+            True,
+            None,
+            _listener(
+                "s4",
+                "remote",
+                NOON.timestamp() - 86_400 - 60,
+                pid=99,
+                host="10.0.0.7",
+                peer="77@lap\ntop",
+            ),
+        ),
+    }
+
+
+def _text(lines) -> list[str]:
+    return ["".join(text for text, _style in line) for line in lines]
+
+
+def test_the_channels_section_says_who_holds_each_session_s_channel_and_since_when():
+    clock = Driven()
+    view = HealthView(clock=clock.wall, monotonic=clock.mono)
+    view.begin()
+    view.loaded(report(), _notifiers(), NOON)
+    assert _text(view.channel_lines(400)) == [
+        "channels: planner ← local pid 4242 since 11:01 UTC"
+        " · remote␛[31mbob ← remote 10.0.0.7 (shim 77@lap top) since 2026-11-29 11:59 UTC"
+        " · alpha ← nobody (hooks 3 min ago) · backend ← nobody"
+    ]
+
+
+def test_without_a_session_registry_there_is_no_channels_section():
+    clock = Driven()
+    view = HealthView(clock=clock.wall, monotonic=clock.mono)
+    view.begin()
+    view.loaded(report(), None, NOON)
+    assert view.channel_lines(120) == []
+    view.begin()
+    view.loaded(report(), {}, NOON)
+    assert _text(view.channel_lines(120)) == ["channels: no session is registered"]
+
+
+def test_the_channels_section_wraps_between_sessions_and_says_how_many_more():
+    from termal_tui.notifiers import Notifier
+
+    clock = Driven()
+    view = HealthView(clock=clock.wall, monotonic=clock.mono)
+    many = {f"s{i:02}": Notifier(f"s{i:02}", f"agent-{i:02}", False, None) for i in range(40)}
+    view.begin()
+    view.loaded(report(), many, NOON)
+    lines = _text(view.channel_lines(60))
+    assert len(lines) == 3 and all(len(line) <= 60 for line in lines)
+    assert lines[0].startswith("channels: agent-00 ← nobody · agent-01 ← nobody")
+    assert lines[1].startswith("          agent-")  # lined up under the first
+    shown = sum(line.count("← nobody") for line in lines)
+    assert lines[-1].endswith(f"… and {40 - shown} more sessions")
+    # a session is never split across lines
+    assert all(line.rstrip().endswith(("nobody", "sessions")) for line in lines)

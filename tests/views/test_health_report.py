@@ -434,3 +434,46 @@ def test_health_rows_with_wide_names_stay_two_lines_at_every_width():
                 lines = finding_row(finding, width).plain.split("\n")
                 assert len(lines) == 2, (width, lines)
                 assert all(cell_len(line) <= width for line in lines), (width, lines)
+
+
+async def test_the_health_screen_says_who_holds_each_channel_and_follows_it(tmp_path):
+    import os
+
+    from termal_tui.agents.registry import Registry
+    from termal_tui.notifiers import registry_path_for
+    from tests.viewer_support import FIXED_NOW
+
+    path = tmp_path / "coordination.sqlite"
+    await _stuck(path, 2, "a")
+    moment = [FIXED_NOW.timestamp() - 60]  # the listener started a minute before noon
+    registry = Registry(registry_path_for(path), clock=lambda: moment[0])
+    planner = registry.add("planner").id
+    backend = registry.add("backend").id
+    listener = registry.register_listener(planner)
+    # what a remote shim says of itself is untrusted: shown, never obeyed
+    shim = registry.register_listener(backend, kind="remote", host="10.0.0.7", peer="7@a\x1b[2Jb")
+    moment[0] = FIXED_NOW.timestamp()
+    assert registry.beat_listener(listener.id) and registry.beat_listener(shim.id)
+    host = Host(path)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await _health(host, pilot)
+        channels = str(screen.query_one("#health-channels").render())
+        assert channels == (
+            "channels: backend ← remote 10.0.0.7 (shim 7@a␛[2Jb) since 11:59 UTC"
+            f" · planner ← local pid {os.getpid()} since 11:59 UTC"
+        )
+        # The listener's stream closes: the next pass says nobody holds planner's channel.
+        registry.release_listener(listener.id)
+        moment[0] += 8
+        assert registry.beat_listener(shim.id)  # the shim beats on: it still holds backend's
+        await host.advance(pilot, 8)
+        channels = str(screen.query_one("#health-channels").render())
+        assert channels.endswith("since 11:59 UTC · planner ← nobody")
+
+
+async def test_the_health_screen_has_no_channels_section_without_a_registry(writer, db_path):
+    host = Host(db_path)
+    async with host.app.run_test(size=(120, 40)) as pilot:
+        screen = await _health(host, pilot)
+        assert "● Live" in _status(screen)
+        assert not screen.query_one("#health-channels").display

@@ -12,6 +12,8 @@ the one "Stale" status line (the last report's findings stay listed).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -23,7 +25,8 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.health import Finding, Thresholds, format_age, health_report
+from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
+from termal_tui.notifiers import Notifier, read_notifiers
 from termal_tui.sanitize import visible_line
 from termal_tui.tui.messages import (
     HealthLoaded,
@@ -39,7 +42,10 @@ from termal_tui.views.live import Superseded
 from termal_tui.vocabulary import FINDING_WORDS
 
 if TYPE_CHECKING:
+    from termal_tui.store.reader import MailboxReader
     from termal_tui.views.live import LiveSource, Subscription
+
+Notifiers = Mapping[str, Notifier] | None
 
 KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in help
     "receiver-gone": (f"⚠ {FINDING_WORDS['receiver-gone']}", "bold $error"),
@@ -103,6 +109,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     DEFAULT_CSS = """
     HealthScreen #health-title { height: 1; padding: 0 1; }
     HealthScreen #health-status { height: auto; padding: 0 1; background: $panel; }
+    HealthScreen #health-channels { height: auto; padding: 0 1; background: $panel; }
     HealthScreen #findings { height: 1fr; border: none; }
     HealthScreen #findings > .option-list--option { padding: 0 1; }
     """
@@ -127,6 +134,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self._focused_once = False
         self._rows_of: object = None  # the report the rows were built from
         self._rows_width = 0
+        # the notifiers a pass read, by id of its report, until HealthLoaded is handled
+        self._notifiers: dict[int, tuple[Notifiers, datetime]] = {}
 
     # ------------------------------------------------------------- lifecycle
 
@@ -142,6 +151,9 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         with Vertical():
             yield Static(Content(""), id="health-title")
             yield Static(Content("◌ Checking every mailbox…"), id="health-status")
+            channels = Static(Content(""), id="health-channels")
+            channels.display = False  # until a pass read the session registry
+            yield channels
             yield FindingList(id="findings")
         yield FittingFooter()
 
@@ -210,22 +222,28 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         self.draw_status()
         now = self.source.clock.now()
         thresholds = self.model.thresholds
+
+        async def check(reader: MailboxReader) -> tuple[HealthReport, Notifiers]:
+            report = await health_report(reader, now=now, thresholds=thresholds)
+            # who holds each channel, judged at the pass's moment (read-only)
+            return report, read_notifiers(reader.path, now.timestamp())
+
         try:
-            report = await self.source.read(
-                lambda reader: health_report(reader, now=now, thresholds=thresholds)
-            )
+            report, notifiers = await self.source.read(check)
         except Superseded:
             self.model.abandon()  # the file was replaced: the "opened" event reads again
             return
         except BaseException:
             self.model.abandon()
             raise
+        self._notifiers[id(report)] = (notifiers, now)
         self.post_message(HealthLoaded(report))
 
     @on(HealthLoaded)
     def _loaded(self, event: HealthLoaded) -> None:
         event.stop()
-        self.model.loaded(event.report)
+        notifiers, now = self._notifiers.pop(id(event.report), (None, None))
+        self.model.loaded(event.report, notifiers, now)
         self.draw()
 
     @on(ReadFailed)
@@ -241,6 +259,17 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         segments = self.model.status(room)
         self.query_one("#health-status", Static).update(
             Content.assemble(*(Content.styled(text, style) for text, style in segments))
+        )
+        lines = self.model.channel_lines(room)
+        channels = self.query_one("#health-channels", Static)
+        channels.display = bool(lines)
+        channels.update(
+            Content("\n").join(
+                Content.assemble(*(Content.styled(t, style) for t, style in line)).truncate(
+                    room, ellipsis=True
+                )
+                for line in lines
+            )
         )
         heading = self.model.heading(room)
         title = Content.assemble(*(Content.styled(t, style) for t, style in heading))
