@@ -40,7 +40,11 @@ def test_a_word_near_no_command_is_still_a_usage_error(capsys):
 
 
 def test_a_missing_database_path_is_not_found_not_a_usage_error(capsys, tmp_path):
-    code, _out, err = _run(capsys, str(tmp_path / "nope.sqlite"))
+    # (A path where a file could appear opens the viewer waiting for it: the first run.
+    # Under a regular file nothing can appear: that is "not found".)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, _out, err = _run(capsys, str(blocker / "nope.sqlite"))
     assert code == EXIT_NOT_FOUND and "does not exist" in err
 
 
@@ -123,7 +127,9 @@ def test_no_other_failure_exits_2(capsys, tmp_path, monkeypatch):
 
 def test_db_works_in_every_command(capsys, tmp_path):
     """--db names the database for every command: a missing one is named in the error."""
-    missing = tmp_path / "absent" / "coordination.sqlite"
+    blocker = tmp_path / "absent"
+    blocker.write_text("")  # nothing can appear below it (else the viewer waits for it)
+    missing = blocker / "coordination.sqlite"
     for argv in (["doctor"], ["export", "--mailbox", "m"], ["session", "rm", "x"], []):
         code, _out, err = _run(capsys, *argv, "--db", str(missing))
         assert str(missing) in err or "no registered session" in err, (argv, err)

@@ -389,8 +389,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database")
+    # A path under a regular file can never appear (one that can is the first run: the
+    # viewer opens and waits for it).
     cases = [
-        ((str(tmp_path / "missing.sqlite"),), 3, "does not exist. Try `termal-tui --demo`"),
+        ((str(garbage / "missing.sqlite"),), 3, "does not exist. Try `termal-tui --demo`"),
         (("--db", str(garbage)), 8, "is not a SQLite database"),
         (
             (str(demo_db), "--mailbox", "mailbox-nope"),
