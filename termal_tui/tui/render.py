@@ -23,7 +23,6 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
-from termal_tui.views.thread import Gap, gap_parts
 from termal_tui.vocabulary import (
     absolute_time,
     outcome_words,
@@ -34,6 +33,7 @@ from termal_tui.vocabulary import (
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewEnvelope
+    from termal_tui.views.thread import Gap
 
 EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"
@@ -175,6 +175,8 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # ty
     divider is drawn between the rows newer than the cursor and those at or below it."""
     lines: list[Content] = []
     hint = " — enter to load"  # on the newest unloaded rows: enter reads from there down
+    from termal_tui.views.thread import Gap, gap_parts  # the model loads with a tab
+
     for part in gap_parts(gap, dividers):
         if isinstance(part, Gap):
             lines.append(

@@ -400,7 +400,7 @@ async def test_the_footer_offers_what_applies_where_you_are(demo):
         app.open_mailbox(mailbox_between(app, "planner", "backend"))
         await settle(app, pilot)
         footer = screen_lines(app)[-1]
-        for present in ("Expand", "Older", "Body", "Close", "[ ] Tabs", "Index"):
+        for present in ("Expand", "Older", "Body", "Close", "[ ] Tabs", "Search", "Quit"):
             assert present in footer, present
         assert "New" not in footer  # nothing pending
         assert footer.rstrip().endswith("palette")  # nothing cut at 80 columns

@@ -206,11 +206,9 @@ def project_names(db_path: Path, registry_path: Path) -> dict[str, str]:
     """Scope id → project name for the board of ``db_path``: TermAl's projects (its
     ``termal.sqlite`` beside the file) win over the ones termal-tui's registry at
     ``registry_path`` minted. Read-only and synchronous (run it off the event loop)."""
-    names = _names_from(registry_path, queries.registry_project_names)
-    names.update(
-        _names_from(db_path.with_name(TERMAL_STATE_FILENAME), queries.termal_project_names)
-    )
-    return names
+    minted = _names_from(registry_path, queries.registry_project_names)
+    termal = _names_from(db_path.with_name(TERMAL_STATE_FILENAME), queries.termal_project_names)
+    return minted | termal  # TermAl's names win
 
 
 async def _open_verified(path: Path, *, immutable: bool, busy_timeout_ms: int):
