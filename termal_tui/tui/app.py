@@ -254,6 +254,9 @@ class MailboxApp(App[None]):
 
     async def on_unmount(self) -> None:
         if self.index_model is not None:
+            # Widgets are being taken down: nothing the closing model or source says may
+            # reach them (a status update then met an index with no status line).
+            self.index_model.listeners.clear()
             self.index_model.close()
         await self.live.close()
 
