@@ -579,6 +579,8 @@ class LiveSource:
         self.status = replace(self.status, **changes)  # type: ignore[arg-type]
 
     def _emit(self, kind: EventKind) -> None:
+        if self._closed:  # a closing source says nothing: its subscribers are going away
+            return
         event = LiveEvent(kind, self.status)
         for subscription in list(self._subscribers):
             subscription.callback(event)
