@@ -116,3 +116,14 @@ ENGINES = ("sqlite", "postgres")
 sqlite_only = pytest.mark.parametrize("engine", ["sqlite"], ids=["sqlite-only"])
 """For a test (or ``pytestmark`` of a module) about the SQLite file itself: its pragmas,
 its bytes, its sidecars, TermAl's file format. It runs on SQLite alone, by name."""
+
+
+def state_of(target: Path | str) -> object:
+    """Everything a reader could change, to compare before and after: the SQLite file's
+    bytes (and its -wal), or every mailbox row of a PostgreSQL database."""
+    if not is_url(target):
+        return digest(Path(target)), cursors(target)
+    return [
+        rows(target, f"SELECT * FROM {table} ORDER BY 1, 2")
+        for table in ("meta", "mailboxes", "mailbox_participants", "mailbox_messages")
+    ]
