@@ -31,6 +31,7 @@ from termal_tui.models import (
     MailboxSummary,
     trusted,
 )
+from termal_tui.store import rules
 from termal_tui.store.errors import NotFoundError
 
 MAX_SEQUENCE: Final = 2**63 - 1
@@ -197,7 +198,7 @@ def require_participant(db: sqlite3.Connection, mailbox_id: str, session_id: str
         (mailbox_id, session_id),
     ).fetchone()
     if row is None:
-        raise NotFoundError("mailbox not found for this session")
+        raise NotFoundError(rules.NOT_PARTICIPANT)
 
 
 def require_mailbox(db: sqlite3.Connection, mailbox_id: str) -> None:

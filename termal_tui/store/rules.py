@@ -38,6 +38,7 @@ FINALIZING_MESSAGE: Final = (
     "and replaying the same idempotency key is safe"
 )
 FINALIZER_POLL_SECONDS: Final = 0.02
+NOT_PARTICIPANT: Final = "mailbox not found for this session"
 DEPARTED_TARGET: Final = "target session is a departed mailbox participant"
 ACK_MAILBOX_NOT_FOUND: Final = "mailbox not found"
 ACK_PARTICIPANT_NOT_FOUND: Final = "mailbox participant not found"

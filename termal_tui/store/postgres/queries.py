@@ -16,6 +16,7 @@ from typing import Any, Final
 import psycopg
 
 from termal_tui.models import CONTROL_TOPIC, ChangeToken, MailboxMessage, MailboxSummary
+from termal_tui.store import rules
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.postgres.connection import every, one
 from termal_tui.store.queries import (
@@ -68,7 +69,7 @@ async def require_participant(conn: Conn, mailbox_id: str, session_id: str) -> N
         (mailbox_id, session_id),
     )
     if row is None:
-        raise NotFoundError("mailbox not found for this session")
+        raise NotFoundError(rules.NOT_PARTICIPANT)
 
 
 async def authorize(conn: Conn, mailbox_id: str, viewer: str | None) -> None:

@@ -145,6 +145,51 @@ def _wakeups_sql(boot: bool) -> str:
     """
 
 
+# Both participants upserted (names refresh; cursors and left_at stay); the target's
+# departure and the new row's unread depth, from the statement's snapshot.
+_JOIN_AND_COUNT: Final = """
+WITH target AS (
+  SELECT processed_through, left_at FROM mailbox_participants
+  WHERE mailbox_id = %(mid)s AND session_id = %(t)s
+), joined AS (
+  INSERT INTO mailbox_participants(mailbox_id, session_id, display_name, processed_through,
+    joined_at, left_at)
+  VALUES (%(mid)s, %(s)s, %(sn)s, 0, %(now)s, NULL), (%(mid)s, %(t)s, %(tn)s, 0, %(now)s, NULL)
+  ON CONFLICT (mailbox_id, session_id) DO UPDATE SET display_name = excluded.display_name
+)
+SELECT COALESCE((SELECT left_at IS NOT NULL FROM target), FALSE),
+  (SELECT COUNT(*) + 1 FROM mailbox_messages WHERE mailbox_id = %(mid)s
+   AND target_session_id = %(t)s
+   AND sequence > COALESCE((SELECT processed_through FROM target), 0))
+"""
+
+# The row, the mailbox's next sequence, and the sender's cursor, which follows its own
+# message only when it was caught up to the one before (no unread peer message is
+# silently consumed by an unrelated send).
+_COMMIT_ROW: Final = """
+WITH bumped AS (
+  UPDATE mailboxes SET next_sequence = %(seq)s + 1 WHERE id = %(mid)s
+), inserted AS (
+  INSERT INTO mailbox_messages(id, mailbox_id, sequence, sender_session_id, sender_name,
+    target_session_id, target_name, created_at, class, topic, state_stamp, body,
+    idempotency_key, unread_depth_at_append, notification_disposition, dispatch_outcome)
+  VALUES (%(id)s, %(mid)s, %(seq)s, %(s)s, %(sn)s, %(t)s, %(tn)s, %(now)s, 'routine',
+    %(topic)s, %(stamp)s, %(body)s, %(key)s, %(depth)s, %(state)s, NULL)
+)
+UPDATE mailbox_participants SET processed_through = %(seq)s
+WHERE mailbox_id = %(mid)s AND session_id = %(s)s AND left_at IS NULL
+  AND processed_through = %(seq)s - 1
+"""
+
+
+# The caller still takes part (else 404), and the mailbox's latest sequence: one trip.
+_ACK_CHECKS: Final = (
+    "SELECT (SELECT 1 FROM mailbox_participants WHERE mailbox_id = %(mid)s "
+    "AND session_id = %(s)s AND left_at IS NULL), "
+    "(SELECT next_sequence - 1 FROM mailboxes WHERE id = %(mid)s)"
+)
+
+
 def claims_key(url: str) -> Path:
     """The name this database's finalizer claims and in-process admission go by: one per
     database (the URL without its secrets), never a file."""
@@ -337,23 +382,22 @@ class PgMailboxWriter:
     async def _read_one(self, sql: str, params: Any) -> Any:
         return await self._db.run(lambda conn: one(conn, sql, params), "reading a mailbox row")
 
-    async def _lock_mailbox(self, conn: Conn, key: str, now: str) -> str:
-        """The mailbox of ``key``, created if missing, locked until COMMIT."""
-        sql = "SELECT id FROM mailboxes WHERE participant_key = %s FOR UPDATE"
+    async def _lock_mailbox(self, conn: Conn, key: str, now: str) -> tuple[str, int]:
+        """The mailbox of ``key`` and its next sequence, created if missing, locked until
+        COMMIT (the lock that keeps its sequences dense)."""
+        sql = "SELECT id, next_sequence FROM mailboxes WHERE participant_key = %s FOR UPDATE"
         row = await one(conn, sql, (key,))
-        if row is not None:
-            return str(row[0])
-        mailbox_id = mailbox_id_from(self._new_id())
-        created = await one(
-            conn,
-            "INSERT INTO mailboxes(id, participant_key, created_at, next_sequence) "
-            "VALUES(%s, %s, %s, 1) ON CONFLICT (participant_key) DO NOTHING RETURNING id",
-            (mailbox_id, key, now),
-        )
-        if created is not None:
-            return mailbox_id
-        row = await one(conn, sql, (key,))  # a concurrent append created it: lock that one
-        return str(row[0])
+        if row is None:
+            row = await one(
+                conn,
+                "INSERT INTO mailboxes(id, participant_key, created_at, next_sequence) "
+                "VALUES(%s, %s, %s, 1) ON CONFLICT (participant_key) DO NOTHING "
+                "RETURNING id, next_sequence",
+                (mailbox_id_from(self._new_id()), key, now),
+            )
+        if row is None:  # a concurrent append created it: lock that one
+            row = await one(conn, sql, (key,))
+        return str(row[0]), int(row[1])
 
     async def _insert_message(
         self,
@@ -368,75 +412,49 @@ class PgMailboxWriter:
         topic: str | None,
         state_stamp: str | None,
     ) -> AppendReceipt:
+        """The SQLite writer's steps in three statements (each a round trip): lock the
+        mailbox; upsert both participants while reading the target's cursor and unread
+        depth (the upsert changes only names, so the statement's snapshot of the cursor
+        and ``left_at`` is the committed one); insert the row, bump the sequence and move
+        the sender's cursor."""
         now = self._now()
-        mailbox_id = await self._lock_mailbox(
+        mailbox_id, sequence = await self._lock_mailbox(
             conn, participant_key(sender_session_id, target_session_id), now
         )
-        for session_id, name in (
-            (sender_session_id, sender_name),
-            (target_session_id, target_name),
-        ):
-            await conn.execute(
-                b"INSERT INTO mailbox_participants(mailbox_id, session_id, display_name, "
-                b"processed_through, joined_at, left_at) VALUES(%s, %s, %s, 0, %s, NULL) "
-                b"ON CONFLICT(mailbox_id, session_id) DO UPDATE SET display_name = "
-                b"excluded.display_name",
-                (mailbox_id, session_id, name, now),
-            )
-        sequence = (
-            await one(
-                conn,
-                "UPDATE mailboxes SET next_sequence = next_sequence + 1 WHERE id = %s "
-                "RETURNING next_sequence - 1",
-                (mailbox_id,),
-            )
-        )[0]
-        cursor_row = await one(
+        target = await one(
             conn,
-            "SELECT processed_through FROM mailbox_participants "
-            "WHERE mailbox_id = %s AND session_id = %s AND left_at IS NULL",
-            (mailbox_id, target_session_id),
+            _JOIN_AND_COUNT,
+            {
+                "mid": mailbox_id,
+                "s": sender_session_id,
+                "sn": sender_name,
+                "t": target_session_id,
+                "tn": target_name,
+                "now": now,
+            },
         )
-        if cursor_row is None:
+        departed, unread_depth = bool(target[0]), int(target[1])
+        if departed:
             raise ConflictError(rules.DEPARTED_TARGET)
-        unread_depth = (
-            await one(
-                conn,
-                "SELECT COUNT(*) + 1 FROM mailbox_messages WHERE mailbox_id = %s "
-                "AND target_session_id = %s AND sequence > %s",
-                (mailbox_id, target_session_id, cursor_row[0]),
-            )
-        )[0]
         message_id = message_id_from(self._new_id())
         await conn.execute(
-            b"INSERT INTO mailbox_messages(id, mailbox_id, sequence, sender_session_id, "
-            b"sender_name, target_session_id, target_name, created_at, class, topic, "
-            b"state_stamp, body, idempotency_key, unread_depth_at_append, "
-            b"notification_disposition, dispatch_outcome) "
-            b"VALUES(%s, %s, %s, %s, %s, %s, %s, %s, 'routine', %s, %s, %s, %s, %s, %s, NULL)",
-            (
-                message_id,
-                mailbox_id,
-                sequence,
-                sender_session_id,
-                sender_name,
-                target_session_id,
-                target_name,
-                now,
-                topic,
-                state_stamp,
-                body,
-                idempotency_key,
-                unread_depth,
-                DURABLE_BUT_NOT_WOKEN,
-            ),
-        )
-        # The sender's cursor follows its own message only when it was caught up.
-        await conn.execute(
-            b"UPDATE mailbox_participants SET processed_through = %s "
-            b"WHERE mailbox_id = %s AND session_id = %s AND left_at IS NULL "
-            b"AND processed_through = %s",
-            (sequence, mailbox_id, sender_session_id, sequence - 1),
+            _COMMIT_ROW.encode(),
+            {
+                "id": message_id,
+                "mid": mailbox_id,
+                "seq": sequence,
+                "s": sender_session_id,
+                "sn": sender_name,
+                "t": target_session_id,
+                "tn": target_name,
+                "now": now,
+                "topic": topic,
+                "stamp": state_stamp,
+                "body": body,
+                "key": idempotency_key,
+                "depth": unread_depth,
+                "state": DURABLE_BUT_NOT_WOKEN,
+            },
         )
         return AppendReceipt(
             mailbox_id=mailbox_id,
@@ -579,13 +597,12 @@ class PgMailboxWriter:
         rules.check_acknowledgement(expected_processed_through, processed_through)
 
         async def work(conn: Conn) -> MailboxSummary:
-            await queries.require_participant(conn, mailbox_id, session_id)
-            row = await one(
-                conn, "SELECT next_sequence - 1 FROM mailboxes WHERE id = %s", (mailbox_id,)
-            )
-            if row is None:
+            row = await one(conn, _ACK_CHECKS, {"mid": mailbox_id, "s": session_id})
+            if row[0] is None:
+                raise NotFoundError(rules.NOT_PARTICIPANT)
+            if row[1] is None:
                 raise NotFoundError(rules.ACK_MAILBOX_NOT_FOUND)
-            rules.check_within_latest(processed_through, row[0])
+            rules.check_within_latest(processed_through, row[1])
             swapped = await count(
                 conn,
                 "UPDATE mailbox_participants SET processed_through = %s "
