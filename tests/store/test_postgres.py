@@ -317,3 +317,32 @@ async def test_other_url_schemes_are_refused_not_created(tmp_path, monkeypatch):
         async with open_writer("mysql://u:pw@h/d"):
             pass
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_the_reader_leaves_no_transaction_open_between_calls(writer, db, pg_server):
+    receipt = await send(writer)
+    async with open_reader(db) as reader:
+        await reader.read_page(receipt.mailbox_id)
+        await reader.list_mailboxes()
+        states = rows(
+            pg_server.url("postgres"),
+            "SELECT state FROM pg_stat_activity WHERE application_name = 'termal-tui' "
+            "AND backend_type = 'client backend'",
+        )
+        assert states and all(state == "idle" for (state,) in states)
+        await send(writer, key="later")  # a commit between two reads is seen by the next
+        page = await reader.read_page(receipt.mailbox_id)
+    assert page.messages[0].sequence == 2
+
+
+def test_missing_server_binaries_fail_with_one_sentence(tmp_path, monkeypatch):
+    import shutil
+
+    from tests import pg_server as server
+
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setattr(server, "PACKAGED", tmp_path / "nowhere")
+    with pytest.raises(RuntimeError) as missing:
+        server.find_binaries()
+    assert str(missing.value) == server.MISSING
+    assert str(missing.value).count(".") <= 2 and "postgresql package" in str(missing.value)
