@@ -346,3 +346,66 @@ def test_missing_server_binaries_fail_with_one_sentence(tmp_path, monkeypatch):
         server.find_binaries()
     assert str(missing.value) == server.MISSING
     assert str(missing.value).count(".") <= 2 and "postgresql package" in str(missing.value)
+
+
+# ------------------------------------- a finalizer on another host (here: another process)
+
+FINALIZER = """
+import asyncio, sys
+from termal_tui.store import open_writer
+
+async def main(url):
+    async with open_writer(url) as writer:
+        receipt = await writer.append(sender_session_id="session-a", sender_name="Alice",
+            target_session_id="session-b", target_name="Bob", body="hello",
+            idempotency_key="pending", finalizing=True)
+        print(receipt.message_id, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        await writer.record_dispatch_outcome(receipt.message_id, "deliveredToIdleSession")
+        print("recorded", flush=True)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def _finalizer(url: str) -> tuple[asyncio.subprocess.Process, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        FINALIZER,
+        url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    message_id = (await process.stdout.readline()).decode().strip()
+    assert message_id.startswith("mailbox-message-")
+    return process, message_id
+
+
+async def test_a_duplicate_waits_for_a_finalizer_in_another_process_through_the_database(db):
+    process, message_id = await _finalizer(db)
+    assert process.stdin is not None and process.stdout is not None
+    async with open_writer(db, deadline=0.3) as impatient:
+        # No local socket, no shared memory: only the claim in the database says so.
+        with pytest.raises(RetryableError, match="still finalizing"):
+            await send(impatient, key="pending")
+    async with open_writer(db, deadline=30) as writer:
+        waiting = asyncio.create_task(send(writer, key="pending"))
+        process.stdin.write(b"go\n")
+        await process.stdin.drain()
+        duplicate = await waiting
+        assert (await process.stdout.readline()).strip() == b"recorded"
+    assert await process.wait() == 0
+    assert duplicate.duplicate and duplicate.message_id == message_id
+    assert duplicate.notification_disposition == "deliveredToIdleSession"
+
+
+async def test_a_killed_finalizer_lets_the_duplicate_resolve_as_after_a_restart(db):
+    process, message_id = await _finalizer(db)
+    process.kill()  # SIGKILL: its session ends, and its claim with it
+    await process.wait()
+    async with open_writer(db, deadline=30) as writer:
+        duplicate = await send(writer, key="pending")
+    assert duplicate.message_id == message_id
+    assert duplicate.notification_disposition == "durableButNotWoken"

@@ -64,7 +64,6 @@ from termal_tui.store.errors import (
     ValidationError,
     busy_message,
 )
-from termal_tui.store.finalizers import FinalizerClaims, finalizer_alive
 from termal_tui.store.lifecycle import (
     LIFECYCLE_BEGIN,
     LIFECYCLE_COMMIT,
@@ -72,6 +71,7 @@ from termal_tui.store.lifecycle import (
 )
 from termal_tui.store.postgres import queries
 from termal_tui.store.postgres.connection import PgDatabase, count, every, one
+from termal_tui.store.postgres.finalizers import PgFinalizerClaims, finalizer_alive
 from termal_tui.store.postgres.schema import ensure_schema
 from termal_tui.store.urls import redact
 
@@ -191,8 +191,9 @@ _ACK_CHECKS: Final = (
 
 
 def claims_key(url: str) -> Path:
-    """The name this database's finalizer claims and in-process admission go by: one per
-    database (the URL without its secrets), never a file."""
+    """The name this database's in-process admission (the pending finalizations one
+    process waits for) goes by: one per database (the URL without its secrets), never a
+    file."""
     digest = hashlib.sha256(redact(url).encode()).hexdigest()[:32]
     return Path("/postgresql") / digest
 
@@ -218,7 +219,7 @@ class PgMailboxWriter:
         self._deadline = deadline
         self._admission = WriterAdmission.for_path(self.path)
         self._registered: set[str] = set()
-        self._claims = FinalizerClaims(self.path)
+        self._claims = PgFinalizerClaims(url)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -299,10 +300,11 @@ class PgMailboxWriter:
                 topic=topic,
                 state_stamp=state_stamp,
             )
-            if finalizing:  # registered before COMMIT: no duplicate can miss it
-                self._admission.pending.add(receipt.message_id)
-                self._claims.claim(receipt.message_id)
+            if finalizing:  # registered before COMMIT: no duplicate can miss it, in
+                # this process (pending) or on any host (the advisory-lock claim).
                 claimed.append(receipt.message_id)
+                self._admission.pending.add(receipt.message_id)
+                await self._claims.claim(receipt.message_id)
             return receipt
 
         receipt: AppendReceipt | None = None
@@ -370,7 +372,10 @@ class PgMailboxWriter:
                 raise NotFoundError(f"mailbox message `{message_id}` disappeared during dispatch")
             if row[0] is not None:
                 return str(row[0])
-            if not finalizer_alive(self.path, message_id):
+            alive = await self._db.run(
+                lambda conn: finalizer_alive(conn, message_id), "reading a mailbox row"
+            )
+            if not alive:
                 again = await self._read_one(
                     "SELECT dispatch_outcome FROM mailbox_messages WHERE id = %s", (message_id,)
                 )
@@ -732,7 +737,7 @@ class PgMailboxWriter:
     async def close(self) -> None:
         for message_id in list(self._registered):
             self.abandon_dispatch(message_id)
-        self._claims.release_all()
+        await self._claims.close()
         await self._db.close()
 
 
