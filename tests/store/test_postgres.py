@@ -156,10 +156,29 @@ async def test_a_role_with_only_select_reads_and_cannot_write(writer, db, pg_ser
         assert summary.id == receipt.mailbox_id
         page = await reader.read_page(receipt.mailbox_id)
         assert [m.body for m in page.messages] == ["hello"]
-    with pytest.raises(StorageError, match="lacks a privilege") as refused:
-        async with open_writer(url):
-            pass
+    async with open_writer(url) as refused_writer:  # the schema is complete: only read
+        with pytest.raises(StorageError, match="lacks a privilege") as refused:
+            await send(refused_writer, key="never")
     assert "nothing was changed" in str(refused.value)
+    assert rows(db, "SELECT COUNT(*) FROM mailbox_messages") == [(1,)]
+
+
+async def test_a_role_that_may_write_rows_but_not_create_tables_uses_a_prepared_database(
+    writer, db, pg_server
+):
+    await send(writer)
+    schema = _schema_of(db)
+    role = f"app_{schema}"
+    for statement in (
+        f"CREATE ROLE {role} LOGIN",
+        f"GRANT USAGE ON SCHEMA {schema} TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {schema} TO {role}",
+    ):
+        pg_server.execute(statement, "tests")
+    url = pg_server.url("tests", user=role) + f"?options=-csearch_path%3D{schema}"
+    async with open_writer(url) as app:
+        receipt = await send(app, key="from the app role")
+    assert receipt.sequence == 2
 
 
 async def test_a_locked_mailbox_past_the_deadline_is_busy_with_nothing_committed(writer, db):
