@@ -103,6 +103,25 @@ class PgServer:
         self.execute(f"CREATE SCHEMA {name}", "tests")
         return self.url("tests") + f"?options=-csearch_path%3D{name}"
 
+    def restart(self) -> None:
+        """Restart the server (every session ends), with the same settings."""
+        subprocess.run(
+            [
+                *self.prefix,
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.directory / "data"),
+                "-l",
+                str(self.directory / "log"),
+                "-m",
+                "fast",
+                "-w",
+                "restart",
+            ],
+            capture_output=True,
+            check=True,
+        )
+
     def stop(self) -> None:
         subprocess.run(
             [

@@ -428,3 +428,22 @@ async def test_a_killed_finalizer_lets_the_duplicate_resolve_as_after_a_restart(
         duplicate = await send(writer, key="pending")
     assert duplicate.message_id == message_id
     assert duplicate.notification_disposition == "durableButNotWoken"
+
+
+async def test_a_server_restart_is_busy_then_recovers_by_itself(writer, db, pg_server):
+    await send(writer, key="before")
+    pg_server.restart()
+    outcomes: list[str] = []
+    receipt = None
+    for _attempt in range(10):  # every agent retries its exact request
+        try:
+            receipt = await send(writer, key="after")
+            break
+        except RetryableError as error:
+            outcomes.append(str(error))
+    assert receipt is not None and receipt.sequence == 2
+    # The connection the restart ended answers busy (nothing committed), then a new one works.
+    assert outcomes and all(
+        text.startswith("mailbox storage is temporarily busy") for text in outcomes
+    )
+    assert rows(db, "SELECT sequence FROM mailbox_messages ORDER BY sequence") == [(1,), (2,)]
