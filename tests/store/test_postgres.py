@@ -447,3 +447,12 @@ async def test_a_server_restart_is_busy_then_recovers_by_itself(writer, db, pg_s
         text.startswith("mailbox storage is temporarily busy") for text in outcomes
     )
     assert rows(db, "SELECT sequence FROM mailbox_messages ORDER BY sequence") == [(1,), (2,)]
+
+
+async def test_data_version_moves_with_every_commit(writer, db):
+    async with open_reader(db) as reader:
+        first = await reader.data_version()
+        await send(writer)
+        second = await reader.data_version()
+        assert second != first
+        assert await writer.data_version() >= second

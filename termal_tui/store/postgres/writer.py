@@ -589,6 +589,10 @@ class PgMailboxWriter:
         )
         return None if row is None else str(row[0])
 
+    async def data_version(self) -> int:
+        """Moves whenever anything commits (:func:`queries.data_version`)."""
+        return await self._db.run(queries.data_version, "reading the database's version")
+
     # --------------------------------------------------------- acknowledge
 
     async def acknowledge(
