@@ -148,12 +148,14 @@ class Registry:
         self._connect = self._db.transaction
 
     @classmethod
-    def beside(cls, db: Path | str, busy_timeout: float = 5.0) -> Registry:
+    def beside(
+        cls, db: Path | str, busy_timeout: float = 5.0, *, clock: Callable[[], float] = time.time
+    ) -> Registry:
         """The registry of a coordination database: the file beside it, or the same
         PostgreSQL database."""
         if isinstance(db, str) and is_postgres_url(db):
-            return cls(db, busy_timeout)
-        return cls(registry_path_for(Path(db)), busy_timeout)
+            return cls(db, busy_timeout, clock=clock)
+        return cls(registry_path_for(Path(db)), busy_timeout, clock=clock)
 
     @property
     def on_postgres(self) -> bool:

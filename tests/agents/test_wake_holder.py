@@ -1,5 +1,6 @@
 """Who holds a session's channel: the newest live listener, decided from the registry with
-a driven clock (no sleeping), and the watcher that pushes only while it holds it."""
+a driven clock (no sleeping), and the watcher that pushes only while it holds it; on both
+engines (the registry and the mailboxes on a file, or both in one PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from termal_tui.agents.wake import ChannelWatcher
 from termal_tui.models import UnreadWakeup
 from termal_tui.notifiers import CHANNEL_STALE_SECONDS, read_notifiers, registry_path_for
 from termal_tui.store.writer import MailboxWriter, open_writer
+from tests.helpers import ENGINES, sqlite_only
 
 DEAD_PID = 2**22 + 12345
 
@@ -34,9 +36,23 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def registry(tmp_path: Path, clock: Clock) -> Registry:
-    return Registry(registry_path_for(tmp_path / "coordination.sqlite"), clock=clock)
+def db(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    if engine == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return tmp_path / "coordination.sqlite"
+
+
+@pytest.fixture
+def registry(db: Path | str, clock: Clock) -> Registry:
+    found = Registry.beside(db, clock=clock)
+    assert found.path == (db if isinstance(db, str) else registry_path_for(db))
+    return found
 
 
 def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: Clock):
@@ -76,6 +92,7 @@ def test_removing_a_session_drops_its_listeners(registry: Registry):
     assert not registry.beat_listener(listener.id)
 
 
+@sqlite_only
 def test_the_viewer_reads_who_holds_each_channel(tmp_path: Path, registry: Registry, clock: Clock):
     bob = registry.add("bob").id
     registry.register_listener(bob, kind="remote", host="10.0.0.7", peer="77@laptop")
@@ -93,9 +110,8 @@ def test_the_viewer_reads_who_holds_each_channel(tmp_path: Path, registry: Regis
 
 @pytest.fixture
 async def peers(
-    tmp_path: Path, registry: Registry
+    db: Path | str, registry: Registry
 ) -> AsyncIterator[tuple[AgentTools, str, MailboxWriter]]:
-    db = tmp_path / "coordination.sqlite"
     alice = registry.add("alice")
     bob = registry.add("bob")
     async with open_writer(db) as alices, open_writer(db) as bobs:

@@ -549,6 +549,14 @@ class PgMailboxWriter:
             lambda conn: queries.summaries(conn, session_id), "listing mailboxes"
         )
 
+    async def data_version(self) -> int:
+        """What the channel watcher polls for new mail (on a file, SQLite's
+        ``data_version``): the sum of every mailbox's next sequence, which moves with
+        every append, from any connection or hub. Acknowledgements do not move it (the
+        watcher hears its own agent's engagement directly)."""
+        row = await self._read_one("SELECT COALESCE(SUM(next_sequence), 0) FROM mailboxes", ())
+        return int(row[0])
+
     async def processed_through(self, session_id: str, mailbox_id: str) -> int:
         row = await self._read_one(
             "SELECT processed_through FROM mailbox_participants "
