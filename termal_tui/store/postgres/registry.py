@@ -27,7 +27,11 @@ from typing import Any, Final
 import psycopg
 
 from termal_tui.store.errors import RetryableError, StorageError
-from termal_tui.store.postgres.connection import CONNECT_TIMEOUT_SECONDS, describe_error
+from termal_tui.store.postgres.connection import (
+    CONNECT_TIMEOUT_SECONDS,
+    describe_error,
+    first_line,
+)
 from termal_tui.store.registry import schema
 from termal_tui.store.registry.dbapi import Cursor, Db
 from termal_tui.store.urls import redact
@@ -152,8 +156,14 @@ class PgRegistryDatabase:
             conn = psycopg.connect(
                 self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
             )
-        except psycopg.Error:
-            raise  # typed by the transaction that asked
+        except psycopg.Error as error:
+            mapped = describe_error(self.url, error, f"connecting to {self.shown}")
+            if type(mapped) is RetryableError:  # not there (yet): as busy, said where
+                raise RetryableError(
+                    f"{BUSY} (PostgreSQL at {self.shown} cannot be reached: "
+                    f"{first_line(error, self.url)})"
+                ) from None
+            raise mapped from None
         except Exception as error:  # a URL libpq cannot parse
             raise StorageError(f"cannot use the PostgreSQL URL {self.shown}: {error}") from None
         try:
