@@ -30,6 +30,7 @@ from termal_tui.notifiers import (
     Listener,
     channel_holder,
     registry_path_for,
+    this_host,
 )
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import ConflictError, NotFoundError
@@ -355,6 +356,7 @@ class Registry:
             peer,
             now,
             now,
+            this_host(),  # where os.getpid() (or ``pid``) names that process
         )
         with self._connect(write=True) as db:
             store_wakes.drop_stale(db, now - _FORGET_LISTENERS_AFTER)

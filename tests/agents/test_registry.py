@@ -152,7 +152,7 @@ def test_a_registry_without_the_unique_index_can_hold_ambiguous_names(registry: 
 def test_a_newer_registry_is_refused(registry: Registry):
     registry.add("alice")
     set_version(registry, 99)
-    with pytest.raises(StorageError, match="version 99; this termal-tui understands up to 6"):
+    with pytest.raises(StorageError, match="version 99; this termal-tui understands up to 7"):
         Registry(registry.path).sessions()
 
 

@@ -252,7 +252,7 @@ def test_a_newer_registry_is_refused_and_a_password_is_never_shown(pg_url: str):
     with pytest.raises(StorageError) as caught:
         Registry(secret).sessions()
     assert "hunter2" not in str(caught.value)
-    assert "has version 99; this termal-tui understands up to 6" in str(caught.value)
+    assert "has version 99; this termal-tui understands up to 7" in str(caught.value)
     assert "termal:***@" in str(caught.value)
 
 

@@ -9,13 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.registry import Registry
+from termal_tui.agents.registry import REGISTRY_VERSION, Registry
 from termal_tui.agents.tools import AgentTools
 from termal_tui.agents.wake import ChannelWatcher
 from termal_tui.models import UnreadWakeup
-from termal_tui.notifiers import CHANNEL_STALE_SECONDS, read_notifiers, registry_path_for
+from termal_tui.notifiers import (
+    CHANNEL_STALE_SECONDS,
+    read_notifiers,
+    registry_path_for,
+    this_host,
+)
 from termal_tui.store.writer import MailboxWriter, open_writer
-from tests.helpers import ENGINES, sqlite_only
+from tests.helpers import ENGINES, execute, rows, sqlite_only
 
 DEAD_PID = 2**22 + 12345
 
@@ -82,6 +87,43 @@ def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock:
     clock.advance(1)
     registry.register_listener(bob, pid=DEAD_PID)  # newer, but kill -9'd
     assert registry.channel_holder(bob) == live
+
+
+def test_a_listener_on_another_host_is_judged_by_its_heartbeat(registry: Registry, clock: Clock):
+    """Hubs on several hosts share one registry on PostgreSQL: a pid is checked only on
+    the host its process runs on; elsewhere the heartbeat alone says it is there."""
+    bob = registry.add("bob").id
+    here = registry.register_listener(bob)
+    assert here.runs_on == this_host()
+    clock.advance(1)
+    # Another hub's listener, as that hub registered it: its pid is nothing here.
+    there = registry.register_listener(bob, pid=DEAD_PID, kind="remote", host="10.0.0.9")
+    execute(
+        registry.path, "UPDATE channel_listeners SET runs_on = 'hub-b' WHERE id = ?", (there.id,)
+    )
+    assert registry.channel_holder(bob) == there._replace(runs_on="hub-b")
+    clock.advance(CHANNEL_STALE_SECONDS + 1)  # hub B stopped beating: it is gone
+    assert registry.beat_listener(here.id)
+    holder = registry.channel_holder(bob)
+    assert holder is not None and holder.id == here.id
+
+
+def test_a_version_6_registry_gets_the_listeners_host(tmp_path: Path, clock: Clock):
+    """A version 6 file (no runs_on) is read as it is by the viewer, then migrated in
+    place by the next opener, its listeners kept (judged on this host)."""
+    db = tmp_path / "coordination.sqlite"
+    path = registry_path_for(db)
+    old = Registry(path, clock=clock)
+    bob = old.add("bob").id
+    listener = old.register_listener(bob)
+    old.close()
+    execute(path, "ALTER TABLE channel_listeners DROP COLUMN runs_on")
+    execute(path, "PRAGMA user_version = 6")
+    seen = read_notifiers(db, now=clock())
+    assert seen is not None and seen[bob].holder == listener._replace(runs_on=None)
+    assert Registry(path, clock=clock).channel_holder(bob) == listener._replace(runs_on=None)
+    assert rows(path, "PRAGMA user_version") == [(REGISTRY_VERSION,)]
+    assert "runs_on" in {row[1] for row in rows(path, "PRAGMA table_info(channel_listeners)")}
 
 
 def test_removing_a_session_drops_its_listeners(registry: Registry):

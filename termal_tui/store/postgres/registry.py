@@ -105,8 +105,10 @@ DDL: Final = (
       host TEXT COLLATE "C" NOT NULL,
       peer TEXT COLLATE "C",
       since DOUBLE PRECISION NOT NULL,
-      seen_at DOUBLE PRECISION NOT NULL
+      seen_at DOUBLE PRECISION NOT NULL,
+      runs_on TEXT COLLATE "C"
     )""",
+    'ALTER TABLE channel_listeners ADD COLUMN IF NOT EXISTS runs_on TEXT COLLATE "C"',
     """CREATE INDEX IF NOT EXISTS channel_listeners_session
       ON channel_listeners(session_id, since)""",
 )

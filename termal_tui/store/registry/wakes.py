@@ -13,8 +13,8 @@ from typing import Final
 from termal_tui.store.registry.dbapi import Db
 from termal_tui.store.sqlite import read_only_uri
 
-ListenerRow = tuple[str, str, str, int, str, str | None, float, float]
-LISTENER_COLUMNS: Final = "id, session_id, kind, pid, host, peer, since, seen_at"
+ListenerRow = tuple[str, str, str, int, str, str | None, float, float, str | None]
+LISTENER_COLUMNS: Final = "id, session_id, kind, pid, host, peer, since, seen_at, runs_on"
 
 # ------------------------------------------------------------------ wake marks
 
@@ -85,10 +85,10 @@ def hook_ran(db: Db, session_id: str, at: float) -> None:
 
 def add_listener(db: Db, row: ListenerRow) -> None:
     db.execute(
-        f"INSERT INTO channel_listeners({LISTENER_COLUMNS}) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO channel_listeners({LISTENER_COLUMNS}) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, kind = excluded.kind, "
         "pid = excluded.pid, host = excluded.host, peer = excluded.peer, "
-        "since = excluded.since, seen_at = excluded.seen_at",
+        "since = excluded.since, seen_at = excluded.seen_at, runs_on = excluded.runs_on",
         row,
     )
 
@@ -114,14 +114,17 @@ def drop_stale(db: Db, before: float) -> None:
     db.execute("DELETE FROM channel_listeners WHERE seen_at < ?", (before,))
 
 
-def listeners(db: Db, session_id: str | None = None) -> list[ListenerRow]:
-    """Listeners (of one session, or all), newest first."""
+def listeners(
+    db: Db, session_id: str | None = None, *, columns: str = LISTENER_COLUMNS
+) -> list[ListenerRow]:
+    """Listeners (of one session, or all), newest first. ``columns``: what an older file
+    has (the viewer reads it without migrating it)."""
     if session_id is None:
         return db.execute(
-            f"SELECT {LISTENER_COLUMNS} FROM channel_listeners ORDER BY since DESC, id DESC"
+            f"SELECT {columns} FROM channel_listeners ORDER BY since DESC, id DESC"
         ).fetchall()
     return db.execute(
-        f"SELECT {LISTENER_COLUMNS} FROM channel_listeners WHERE session_id = ? "
+        f"SELECT {columns} FROM channel_listeners WHERE session_id = ? "
         "ORDER BY since DESC, id DESC",
         (session_id,),
     ).fetchall()
@@ -163,7 +166,11 @@ def read_notifier_rows(path: Path) -> NotifierRows | None:
         ).fetchall()
         found: list[ListenerRow] = []
         if "channel_listeners" in tables:  # version 5 and later
-            found = listeners(db)
+            present = {row[1] for row in db.execute("PRAGMA table_info(channel_listeners)")}
+            columns = LISTENER_COLUMNS
+            if "runs_on" not in present:  # versions 5 and 6
+                columns = columns.replace(", runs_on", ", NULL")
+            found = listeners(db, columns=columns)
     except sqlite3.Error:
         return None
     finally:
