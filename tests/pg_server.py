@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SUPERUSER = "termal"
+PACKAGED = Path("/usr/lib/postgresql")  # Debian's layout: one bin/ per major version
 MISSING = (
     "PostgreSQL's initdb and pg_ctl were found neither on PATH nor in "
     "/usr/lib/postgresql/*/bin: install Debian's postgresql package (.ci/run does)"
@@ -38,7 +39,7 @@ def find_binaries() -> Path:
     if initdb and shutil.which("pg_ctl"):
         return Path(initdb).resolve().parent
     candidates = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin"),
+        PACKAGED.glob("*/bin"),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
     )
     for directory in reversed(candidates):
@@ -101,6 +102,25 @@ class PgServer:
             self.execute("CREATE DATABASE tests TEMPLATE template0")
         self.execute(f"CREATE SCHEMA {name}", "tests")
         return self.url("tests") + f"?options=-csearch_path%3D{name}"
+
+    def restart(self) -> None:
+        """Restart the server (every session ends), with the same settings."""
+        subprocess.run(
+            [
+                *self.prefix,
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.directory / "data"),
+                "-l",
+                str(self.directory / "log"),
+                "-m",
+                "fast",
+                "-w",
+                "restart",
+            ],
+            capture_output=True,
+            check=True,
+        )
 
     def stop(self) -> None:
         subprocess.run(

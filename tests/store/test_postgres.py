@@ -156,10 +156,29 @@ async def test_a_role_with_only_select_reads_and_cannot_write(writer, db, pg_ser
         assert summary.id == receipt.mailbox_id
         page = await reader.read_page(receipt.mailbox_id)
         assert [m.body for m in page.messages] == ["hello"]
-    with pytest.raises(StorageError, match="lacks a privilege") as refused:
-        async with open_writer(url):
-            pass
+    async with open_writer(url) as refused_writer:  # the schema is complete: only read
+        with pytest.raises(StorageError, match="lacks a privilege") as refused:
+            await send(refused_writer, key="never")
     assert "nothing was changed" in str(refused.value)
+    assert rows(db, "SELECT COUNT(*) FROM mailbox_messages") == [(1,)]
+
+
+async def test_a_role_that_may_write_rows_but_not_create_tables_uses_a_prepared_database(
+    writer, db, pg_server
+):
+    await send(writer)
+    schema = _schema_of(db)
+    role = f"app_{schema}"
+    for statement in (
+        f"CREATE ROLE {role} LOGIN",
+        f"GRANT USAGE ON SCHEMA {schema} TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {schema} TO {role}",
+    ):
+        pg_server.execute(statement, "tests")
+    url = pg_server.url("tests", user=role) + f"?options=-csearch_path%3D{schema}"
+    async with open_writer(url) as app:
+        receipt = await send(app, key="from the app role")
+    assert receipt.sequence == 2
 
 
 async def test_a_locked_mailbox_past_the_deadline_is_busy_with_nothing_committed(writer, db):
@@ -317,3 +336,123 @@ async def test_other_url_schemes_are_refused_not_created(tmp_path, monkeypatch):
         async with open_writer("mysql://u:pw@h/d"):
             pass
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_the_reader_leaves_no_transaction_open_between_calls(writer, db, pg_server):
+    receipt = await send(writer)
+    async with open_reader(db) as reader:
+        await reader.read_page(receipt.mailbox_id)
+        await reader.list_mailboxes()
+        states = rows(
+            pg_server.url("postgres"),
+            "SELECT state FROM pg_stat_activity WHERE application_name = 'termal-tui' "
+            "AND backend_type = 'client backend'",
+        )
+        assert states and all(state == "idle" for (state,) in states)
+        await send(writer, key="later")  # a commit between two reads is seen by the next
+        page = await reader.read_page(receipt.mailbox_id)
+    assert page.messages[0].sequence == 2
+
+
+def test_missing_server_binaries_fail_with_one_sentence(tmp_path, monkeypatch):
+    import shutil
+
+    from tests import pg_server as server
+
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setattr(server, "PACKAGED", tmp_path / "nowhere")
+    with pytest.raises(RuntimeError) as missing:
+        server.find_binaries()
+    assert str(missing.value) == server.MISSING
+    assert str(missing.value).count(".") <= 2 and "postgresql package" in str(missing.value)
+
+
+# ------------------------------------- a finalizer on another host (here: another process)
+
+FINALIZER = """
+import asyncio, sys
+from termal_tui.store import open_writer
+
+async def main(url):
+    async with open_writer(url) as writer:
+        receipt = await writer.append(sender_session_id="session-a", sender_name="Alice",
+            target_session_id="session-b", target_name="Bob", body="hello",
+            idempotency_key="pending", finalizing=True)
+        print(receipt.message_id, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        await writer.record_dispatch_outcome(receipt.message_id, "deliveredToIdleSession")
+        print("recorded", flush=True)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def _finalizer(url: str) -> tuple[asyncio.subprocess.Process, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        FINALIZER,
+        url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    message_id = (await process.stdout.readline()).decode().strip()
+    assert message_id.startswith("mailbox-message-")
+    return process, message_id
+
+
+async def test_a_duplicate_waits_for_a_finalizer_in_another_process_through_the_database(db):
+    process, message_id = await _finalizer(db)
+    assert process.stdin is not None and process.stdout is not None
+    async with open_writer(db, deadline=0.3) as impatient:
+        # No local socket, no shared memory: only the claim in the database says so.
+        with pytest.raises(RetryableError, match="still finalizing"):
+            await send(impatient, key="pending")
+    async with open_writer(db, deadline=30) as writer:
+        waiting = asyncio.create_task(send(writer, key="pending"))
+        process.stdin.write(b"go\n")
+        await process.stdin.drain()
+        duplicate = await waiting
+        assert (await process.stdout.readline()).strip() == b"recorded"
+    assert await process.wait() == 0
+    assert duplicate.duplicate and duplicate.message_id == message_id
+    assert duplicate.notification_disposition == "deliveredToIdleSession"
+
+
+async def test_a_killed_finalizer_lets_the_duplicate_resolve_as_after_a_restart(db):
+    process, message_id = await _finalizer(db)
+    process.kill()  # SIGKILL: its session ends, and its claim with it
+    await process.wait()
+    async with open_writer(db, deadline=30) as writer:
+        duplicate = await send(writer, key="pending")
+    assert duplicate.message_id == message_id
+    assert duplicate.notification_disposition == "durableButNotWoken"
+
+
+async def test_a_server_restart_is_busy_then_recovers_by_itself(writer, db, pg_server):
+    await send(writer, key="before")
+    pg_server.restart()
+    outcomes: list[str] = []
+    receipt = None
+    for _attempt in range(10):  # every agent retries its exact request
+        try:
+            receipt = await send(writer, key="after")
+            break
+        except RetryableError as error:
+            outcomes.append(str(error))
+    assert receipt is not None and receipt.sequence == 2
+    # The connection the restart ended answers busy (nothing committed), then a new one works.
+    assert outcomes and all(
+        text.startswith("mailbox storage is temporarily busy") for text in outcomes
+    )
+    assert rows(db, "SELECT sequence FROM mailbox_messages ORDER BY sequence") == [(1,), (2,)]
+
+
+async def test_data_version_moves_with_every_commit(writer, db):
+    async with open_reader(db) as reader:
+        first = await reader.data_version()
+        await send(writer)
+        second = await reader.data_version()
+        assert second != first
+        assert await writer.data_version() >= second

@@ -347,3 +347,13 @@ async def session_presence(conn: Conn, session_id: str) -> tuple[int, int]:
         (session_id,),
     )
     return int(row[0] or 0), int(row[1] or 0)
+
+
+async def data_version(conn: Conn) -> int:
+    """A number that moves whenever anything is written to the server (its WAL insert
+    position): the PostgreSQL stand-in for SQLite's ``data_version``. It never stays
+    still after a commit to this database; it may also move for the server's own
+    housekeeping or for writes elsewhere on it (a poll then reads once more for
+    nothing). Any role may ask."""
+    row = await one(conn, "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint")
+    return int(row[0])

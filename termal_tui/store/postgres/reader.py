@@ -79,6 +79,11 @@ class PgMailboxReader:
             "listing mailboxes",
         )
 
+    async def data_version(self) -> int:
+        """Moves whenever anything commits (a poll's cheap "has anything changed?"; it may
+        also move without a change to the mailboxes)."""
+        return await self._read(queries.data_version, "reading the database's version")
+
     async def index_totals(self, *, session_id: str | None = None) -> tuple[int, int]:
         return await self._read(lambda conn: queries.totals(conn, session_id), "counting mailboxes")
 

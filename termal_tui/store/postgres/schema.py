@@ -14,7 +14,7 @@ from typing import Any, Final
 import psycopg
 
 from termal_tui.store.errors import SchemaError
-from termal_tui.store.postgres.connection import every, one
+from termal_tui.store.postgres.connection import one
 from termal_tui.store.schema import (
     BACKFILL_SQL,
     MAILBOX_TABLES,
@@ -112,9 +112,30 @@ async def verify_readable(conn: psycopg.AsyncConnection[Any], url: str) -> Schem
     return SchemaInfo(has_dispatch_outcome=True, version=version)
 
 
+async def _complete(conn: psycopg.AsyncConnection[Any], url: str) -> bool:
+    """Everything :func:`ensure_schema` makes is there already (read only: a role that may
+    read and write rows but not create tables opens a prepared database)."""
+    row = await one(
+        conn,
+        "SELECT "
+        + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in ("meta", *MAILBOX_TABLES))
+        + ", to_regclass('mailbox_messages_target') IS NOT NULL",
+    )
+    if not all(row):
+        return False
+    version = await _meta(conn, META_SCHEMA_VERSION)
+    if version is not None and version != SCHEMA_VERSION:
+        raise SchemaError(f"{redact(url)}: {unsupported_version_message(version)}.")
+    markers = [await _meta(conn, key) for key in (META_BACKFILL, META_LEGACY_IMPORT)]
+    return version is not None and None not in markers
+
+
 async def ensure_schema(conn: psycopg.AsyncConnection[Any], url: str) -> None:
     """TermAl's ensure sequence, in one transaction (the caller's): tables, the outcome
-    backfill marker, the version; there is no legacy file to import on PostgreSQL."""
+    backfill marker, the version; there is no legacy file to import on PostgreSQL. A
+    database that has it all is only read."""
+    if await _complete(conn, url):
+        return
     await conn.execute(f"SELECT pg_advisory_xact_lock({_ENSURE_LOCK})".encode())
     await conn.execute(DDL[0].encode())
     version = await _meta(conn, META_SCHEMA_VERSION)
@@ -137,6 +158,3 @@ async def _put_meta(
         f"INSERT INTO meta(key, value) VALUES(%s, %s) ON CONFLICT(key) {action}".encode(),
         (key, value),
     )
-
-
-__all__ = ["DDL", "ensure_schema", "every", "verify_readable"]

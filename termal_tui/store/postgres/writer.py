@@ -64,7 +64,6 @@ from termal_tui.store.errors import (
     ValidationError,
     busy_message,
 )
-from termal_tui.store.finalizers import FinalizerClaims, finalizer_alive
 from termal_tui.store.lifecycle import (
     LIFECYCLE_BEGIN,
     LIFECYCLE_COMMIT,
@@ -72,6 +71,7 @@ from termal_tui.store.lifecycle import (
 )
 from termal_tui.store.postgres import queries
 from termal_tui.store.postgres.connection import PgDatabase, count, every, one
+from termal_tui.store.postgres.finalizers import PgFinalizerClaims, finalizer_alive
 from termal_tui.store.postgres.schema import ensure_schema
 from termal_tui.store.urls import redact
 
@@ -191,8 +191,9 @@ _ACK_CHECKS: Final = (
 
 
 def claims_key(url: str) -> Path:
-    """The name this database's finalizer claims and in-process admission go by: one per
-    database (the URL without its secrets), never a file."""
+    """The name this database's in-process admission (the pending finalizations one
+    process waits for) goes by: one per database (the URL without its secrets), never a
+    file."""
     digest = hashlib.sha256(redact(url).encode()).hexdigest()[:32]
     return Path("/postgresql") / digest
 
@@ -218,7 +219,7 @@ class PgMailboxWriter:
         self._deadline = deadline
         self._admission = WriterAdmission.for_path(self.path)
         self._registered: set[str] = set()
-        self._claims = FinalizerClaims(self.path)
+        self._claims = PgFinalizerClaims(url)
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -299,10 +300,11 @@ class PgMailboxWriter:
                 topic=topic,
                 state_stamp=state_stamp,
             )
-            if finalizing:  # registered before COMMIT: no duplicate can miss it
-                self._admission.pending.add(receipt.message_id)
-                self._claims.claim(receipt.message_id)
+            if finalizing:  # registered before COMMIT: no duplicate can miss it, in
+                # this process (pending) or on any host (the advisory-lock claim).
                 claimed.append(receipt.message_id)
+                self._admission.pending.add(receipt.message_id)
+                await self._claims.claim(receipt.message_id)
             return receipt
 
         receipt: AppendReceipt | None = None
@@ -370,7 +372,10 @@ class PgMailboxWriter:
                 raise NotFoundError(f"mailbox message `{message_id}` disappeared during dispatch")
             if row[0] is not None:
                 return str(row[0])
-            if not finalizer_alive(self.path, message_id):
+            alive = await self._db.run(
+                lambda conn: finalizer_alive(conn, message_id), "reading a mailbox row"
+            )
+            if not alive:
                 again = await self._read_one(
                     "SELECT dispatch_outcome FROM mailbox_messages WHERE id = %s", (message_id,)
                 )
@@ -549,14 +554,6 @@ class PgMailboxWriter:
             lambda conn: queries.summaries(conn, session_id), "listing mailboxes"
         )
 
-    async def data_version(self) -> int:
-        """What the channel watcher polls for new mail (on a file, SQLite's
-        ``data_version``): the sum of every mailbox's next sequence, which moves with
-        every append, from any connection or hub. Acknowledgements do not move it (the
-        watcher hears its own agent's engagement directly)."""
-        row = await self._read_one("SELECT COALESCE(SUM(next_sequence), 0) FROM mailboxes", ())
-        return int(row[0])
-
     async def processed_through(self, session_id: str, mailbox_id: str) -> int:
         row = await self._read_one(
             "SELECT processed_through FROM mailbox_participants "
@@ -591,6 +588,10 @@ class PgMailboxWriter:
             "SELECT notification_disposition FROM mailbox_messages WHERE id = %s", (message_id,)
         )
         return None if row is None else str(row[0])
+
+    async def data_version(self) -> int:
+        """Moves whenever anything commits (:func:`queries.data_version`)."""
+        return await self._db.run(queries.data_version, "reading the database's version")
 
     # --------------------------------------------------------- acknowledge
 
@@ -740,7 +741,7 @@ class PgMailboxWriter:
     async def close(self) -> None:
         for message_id in list(self._registered):
             self.abandon_dispatch(message_id)
-        self._claims.release_all()
+        await self._claims.close()
         await self._db.close()
 
 
