@@ -265,3 +265,32 @@ def test_the_file_registry_loads_nothing_of_the_driver(tmp_path: Path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_board_projects_on_postgresql_read_termals_own_list_and_share_minted_ones(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """TermAl's project list is still TermAl's own file, in its state folder on this host
+    (nothing is beside a URL); projects minted for other directories are the registry's,
+    in the database, so every hub resolves a directory to the same project."""
+    from termal_tui.agents.projects import ProjectResolver, termal_state_for
+    from tests.agents.test_board_tools import make_repo, project, termal_state
+
+    home = tmp_path / "termal-home"
+    home.mkdir()
+    inside = tmp_path / "termal-project"
+    inside.mkdir()
+    monkeypatch.setenv("TERMAL_HOME", str(home))
+    assert termal_state_for(pg_url) == home / "termal.sqlite"
+    termal_state(home / "termal.sqlite", [project("project-t", "termal's", inside)])
+    a, b = _hubs(pg_url, 2)
+    on_a, on_b = ProjectResolver(pg_url, a), ProjectResolver(pg_url, b)
+    repo = make_repo(tmp_path / "repo")
+    s1 = a.add("s1", workdir=str(inside))
+    s2 = a.add("s2", workdir=str(repo))
+    assert on_b.for_session(s1).id == "project-t"  # TermAl's, read from its file
+    minted = on_a.for_session(s2)
+    assert minted.source == "termal-tui" and on_b.for_session(s2) == minted
+    assert [p.id for p in b.registered_projects()] == [minted.id]
+    monkeypatch.setenv("TERMAL_HOME", pg_url)  # the database itself: TermAl's default
+    assert termal_state_for(pg_url) == Path.home() / ".termal" / "termal.sqlite"
