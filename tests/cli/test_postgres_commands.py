@@ -80,6 +80,42 @@ def test_the_session_commands_keep_the_registry_in_the_database(tmp_path, pg_url
     assert gone.returncode != 0 and "was removed" in gone.stderr
 
 
+def test_hooks_on_a_postgresql_url_record_turns_and_hand_over_wakes(tmp_path, pg_url):
+    """A hook on the database's URL: the turn and the hook run go to the registry in the
+    database, and the wake for waiting mail is the hook's document, delivered once."""
+    for name in ("alice", "bob"):
+        assert _cli(tmp_path, "session", "add", name, home=pg_url).returncode == 0
+    assert _cli(tmp_path, "send", "--as", "alice", "bob", "hook me", home=pg_url).returncode == 0
+    started = _hook(tmp_path, pg_url, "prompt", "bob")
+    assert started.returncode == 0, started.stderr
+    assert "[TermAl mailbox notification]" in started.stdout and "from alice" in started.stdout
+    assert rows(pg_url, "SELECT turn_started_at IS NOT NULL FROM sessions WHERE name = 'bob'") == [
+        (True,)
+    ]
+    assert rows(pg_url, "SELECT count(*) FROM notifier_seen") == [(1,)]
+    again = _hook(tmp_path, pg_url, "prompt", "bob")  # delivered once: not woken again
+    assert again.returncode == 0 and "[TermAl mailbox notification]" not in again.stdout
+    assert _cli(tmp_path, "ack", "--as", "bob", "alice", "1", home=pg_url).returncode == 0
+    stopped = _hook(tmp_path, pg_url, "stop", "bob")
+    assert stopped.returncode == 0 and stopped.stdout == ""
+    assert rows(pg_url, "SELECT turn_started_at FROM sessions WHERE name = 'bob'") == [(None,)]
+    unknown = _hook(tmp_path, pg_url, "prompt", "carol")  # a typo never registers a peer
+    assert unknown.returncode == 3 and "no registered session is named `carol`" in unknown.stderr
+
+
+def _hook(tmp_path, url: str, event: str, session: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "termal_tui", "hook", event, "--session", session, "--db", url],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        input="{}",
+        env={**os.environ, "TERMAL_HOME": str(tmp_path / "home"), "NO_COLOR": "1"},
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize(
     "argv",
     [
