@@ -13,7 +13,9 @@ read-only view of that, for ``doctor``, ``session list`` and the viewer's health
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -49,11 +51,18 @@ def channel_alive(pid: int | None, seen_at: float | None, now: float) -> bool:
     return now - seen_at <= CHANNEL_STALE_SECONDS and pid_alive(pid)
 
 
+@functools.cache
+def this_host() -> str:
+    return socket.gethostname()
+
+
 class Listener(NamedTuple):
     """One process taking a session's wake-ups. ``kind`` is ``local`` (``termal-tui mcp
     --channel`` on this machine: ``pid`` is it) or ``remote`` (a ``termal-tui mcp --remote
     --channel`` shim whose stream the hub holds: ``pid`` is the hub's, ``host`` the
-    shim's address, ``peer`` what the shim said of itself, ``pid@host``)."""
+    shim's address, ``peer`` what the shim said of itself, ``pid@host``). ``runs_on`` is
+    the host of the process ``pid`` names (None: written before version 7, on this host),
+    where alone that pid can be checked."""
 
     id: str
     session_id: str
@@ -63,8 +72,14 @@ class Listener(NamedTuple):
     peer: str | None
     since: float  # epoch seconds: when it started listening
     seen_at: float  # epoch seconds: its last heartbeat
+    runs_on: str | None = None
 
     def alive(self, now: float) -> bool:
+        """A recent heartbeat, and its process alive: checked by pid on its own host; a
+        process on another host (a hub sharing the registry on PostgreSQL) by its
+        heartbeat alone."""
+        if self.runs_on is not None and self.runs_on != this_host():
+            return now - self.seen_at <= CHANNEL_STALE_SECONDS
         return channel_alive(self.pid, self.seen_at, now)
 
     def describe(self) -> str:

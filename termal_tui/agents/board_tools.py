@@ -254,7 +254,7 @@ class BoardTools:
         registry: Registry,
         session_id: str,
         *,
-        db_path: Path | None = None,
+        db_path: Path | str | None = None,
         project: str | None = None,
         replay: ReplayPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,

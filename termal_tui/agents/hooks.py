@@ -62,7 +62,7 @@ def prepare_wakes(
 
 
 def run_hook(
-    path: Path,
+    path: Path | str,
     registry: Registry,
     event: str,
     session: str,
@@ -88,7 +88,7 @@ def run_hook(
             registry.set_turn(me.id, event == "prompt")
         return me
 
-    if not path.exists():  # no mail yet: nothing to say
+    if isinstance(path, Path) and not path.exists():  # no mail yet: nothing to say
         me = begin()
         if event == "stop":
             registry.set_turn(me.id, False)

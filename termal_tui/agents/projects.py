@@ -7,7 +7,9 @@ termal-tui answers the same question in this order:
 1. ``--project`` (an id or a directory), which also binds the session to that project in
    the registry, so later calls without it stay there;
 2. the project the session was bound to before;
-3. when TermAl's ``termal.sqlite`` sits beside the coordination database, the deepest of
+3. when TermAl's ``termal.sqlite`` sits beside the coordination database (on a
+   PostgreSQL database, which has nothing beside it: in TermAl's state folder on this
+   host, ``$TERMAL_HOME`` when that is a path, else ``~/.termal``), the deepest of
    its LOCAL projects whose root contains the session's working directory (TermAl's
    ``find_project_for_workdir``), so a termal-tui session in a TermAl project's tree
    shares that project's board with TermAl's own sessions;
@@ -133,16 +135,30 @@ def default_project_name(root_path: str) -> str:
     return Path(root_path).name or root_path
 
 
+def termal_state_for(db: Path | str) -> Path:
+    """TermAl's own state file, whose project list a database's sessions are resolved
+    against: beside a SQLite coordination file; for a ``postgresql://`` database (nothing
+    is beside it), in TermAl's state folder on this host (``$TERMAL_HOME`` when that is a
+    path, else ``~/.termal``). Only ever read."""
+    from termal_tui.store.urls import is_postgres_url, looks_like_url
+
+    if isinstance(db, str) and is_postgres_url(db):
+        home = os.environ.get("TERMAL_HOME")
+        folder = Path(home) if home and not looks_like_url(home) else Path.home() / ".termal"
+        return folder.expanduser() / TERMAL_STATE_FILENAME
+    return termal_state_path(Path(db))
+
+
 class ProjectResolver:
     """Sessions to projects, over one coordination database's registry and (if present)
-    TermAl's termal.sqlite beside it. Synchronous: callers on an event loop run it in a
-    worker thread. TermAl's projects are re-read on every resolution (TermAl may create
-    one at any time; the read is one row)."""
+    TermAl's termal.sqlite (:func:`termal_state_for`). Synchronous: callers on an event
+    loop run it in a worker thread. TermAl's projects are re-read on every resolution
+    (TermAl may create one at any time; the read is one row)."""
 
-    def __init__(self, db_path: Path, registry: Registry) -> None:
-        self.db_path = db_path.expanduser()
+    def __init__(self, db_path: Path | str, registry: Registry) -> None:
+        self.db_path = db_path if isinstance(db_path, str) else db_path.expanduser()
         self.registry = registry
-        self.termal_path = termal_state_path(self.db_path)
+        self.termal_path = termal_state_for(self.db_path)
 
     def termal_projects(self) -> list[Project]:
         return read_termal_projects(self.termal_path)

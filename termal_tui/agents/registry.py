@@ -1,15 +1,18 @@
-"""The session registry: the local peers that may own mailboxes (TermAl's local root sessions).
+"""The session registry: the peers that may own mailboxes (TermAl's local root sessions).
 
-It lives in its own SQLite file beside the coordination database, so
-``coordination.sqlite`` stays exactly TermAl's format. Besides names and ids it
+Beside a SQLite coordination file it lives in its own SQLite file, so
+``coordination.sqlite`` stays exactly TermAl's format; on a ``postgresql://`` database it
+lives in that database (its own tables), so every hub on it shares one registry: a
+session registered or a token issued through one hub is known to all. Besides names and ids it
 keeps what the wake mechanism needs to report receipts honestly: whether a
 session is in a turn (hooks record it), which processes listen on its channel (and
 which one holds it: the newest live one), and which mailboxes have a wake pushed and
 not yet read.
 
 This is the API the rest of the code uses; every SQL statement is the store's
-(``store/registry/``). Every method is one short transaction (WAL, so readers never
-wait), so any number of processes share the file.
+(``store/registry/``, run by ``store/postgres/registry.py`` on PostgreSQL). Every method
+is one short transaction (WAL, so readers never wait), so any number of processes share
+the file or the database.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from termal_tui.formats import format_timestamp, utc_now_ns
 from termal_tui.names import name_key, name_skeleton, validate_name
@@ -27,6 +30,7 @@ from termal_tui.notifiers import (
     Listener,
     channel_holder,
     registry_path_for,
+    this_host,
 )
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import ConflictError, NotFoundError
@@ -38,6 +42,10 @@ from termal_tui.store.registry.database import RegistryDatabase
 from termal_tui.store.registry.schema import REGISTRY_FILE as REGISTRY_FILE
 from termal_tui.store.registry.schema import REGISTRY_VERSION as REGISTRY_VERSION
 from termal_tui.store.registry.tokens import token_hash as token_hash
+from termal_tui.store.urls import is_postgres_url, redact
+
+if TYPE_CHECKING:
+    from termal_tui.store.postgres.registry import PgRegistryDatabase
 
 TOKEN_PREFIX = "ttk_"
 # A listener that has not beaten for this long is forgotten when another registers.
@@ -107,20 +115,52 @@ class RegisteredProject(NamedTuple):
 
 
 class Registry:
-    """Sessions by id and name. Construct with the registry file's path; ``clock`` is
-    the wall clock heartbeats are stamped and judged with (tests drive it)."""
+    """Sessions by id and name. Construct with the registry file's path, or with a
+    ``postgresql://`` URL (the registry in that database); ``clock`` is the wall clock
+    heartbeats are stamped and judged with (tests drive it).
+
+    ``path`` is what names this registry: the file, or the URL (as given: it is passed
+    to the driver; show it through :attr:`shown`)."""
+
+    path: Path | str
 
     def __init__(
-        self, path: Path, busy_timeout: float = 5.0, *, clock: Callable[[], float] = time.time
+        self,
+        path: Path | str,
+        busy_timeout: float = 5.0,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = path.expanduser()
         self.clock = clock
-        self._db = RegistryDatabase(self.path, busy_timeout)
+        self._db: RegistryDatabase | PgRegistryDatabase
+        if isinstance(path, str) and is_postgres_url(path):
+            from termal_tui.store.postgres import require_driver
+
+            require_driver()
+            from termal_tui.store.postgres.registry import PgRegistryDatabase
+
+            self.path = path.strip()
+            self.shown = redact(self.path)
+            self._db = PgRegistryDatabase(self.path, busy_timeout)
+        else:
+            self.path = Path(path).expanduser()
+            self.shown = str(self.path)
+            self._db = RegistryDatabase(self.path, busy_timeout)
         self._connect = self._db.transaction
 
     @classmethod
-    def beside(cls, db_path: Path, busy_timeout: float = 5.0) -> Registry:
-        return cls(registry_path_for(db_path), busy_timeout)
+    def beside(
+        cls, db: Path | str, busy_timeout: float = 5.0, *, clock: Callable[[], float] = time.time
+    ) -> Registry:
+        """The registry of a coordination database: the file beside it, or the same
+        PostgreSQL database."""
+        if isinstance(db, str) and is_postgres_url(db):
+            return cls(db, busy_timeout, clock=clock)
+        return cls(registry_path_for(Path(db)), busy_timeout, clock=clock)
+
+    @property
+    def on_postgres(self) -> bool:
+        return isinstance(self.path, str)
 
     def check(self, *, prepare: bool = False) -> bool:
         """The one check every file we write gets (``sqlite.check_before_write``), before
@@ -153,7 +193,7 @@ class Registry:
     def add(self, raw_name: str, agent: str | None = None, workdir: str | None = None) -> Session:
         """Register a new session; its id is minted once and kept across restarts."""
         name = validate_name(raw_name)
-        with self._connect(write=True) as db:
+        with self._connect(write=True, exclusive=True) as db:
             clash = store_sessions.by_key_live(db, name_key(name))
             if clash is None:  # a live name that reads the same (one registered earlier)
                 skeleton = name_skeleton(name)
@@ -184,7 +224,7 @@ class Registry:
         name (the demo's sessions, so `send --db DEMO --as planner` writes into what the
         viewer shows). An id already registered is returned as it is."""
         name = validate_name(raw_name)
-        with self._connect(write=True) as db:
+        with self._connect(write=True, exclusive=True) as db:
             known = self._one(db, store_sessions.get(db, session_id))
             if known is not None:
                 return known
@@ -316,6 +356,7 @@ class Registry:
             peer,
             now,
             now,
+            this_host(),  # where os.getpid() (or ``pid``) names that process
         )
         with self._connect(write=True) as db:
             store_wakes.drop_stale(db, now - _FORGET_LISTENERS_AFTER)
@@ -454,7 +495,7 @@ class Registry:
     def project_for_root(self, root_path: str, name: str) -> RegisteredProject:
         """The project whose root is ``root_path``, minted once (``project-<uuid>``, as
         TermAl mints its own) with ``name`` de-duplicated as TermAl does (``name 2``...)."""
-        with self._connect(write=True) as db:
+        with self._connect(write=True, exclusive=True) as db:
             return RegisteredProject(*store_projects.for_root(db, root_path, name, _now()))
 
     def bound_project(self, session_id: str) -> str | None:

@@ -16,7 +16,6 @@ from termal_tui.cli.common import (
     check_database,
     db_path,
     db_target,
-    local_db_path,
 )
 
 if TYPE_CHECKING:
@@ -56,10 +55,8 @@ def database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
 
 
 def mailbox_database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path | str:
-    """As :func:`database`, for the mailbox commands (send, ls, read, ack, wake), which
-    also take a ``postgresql://`` URL. The registry is then the local one (beside
-    ``$TERMAL_HOME/coordination.sqlite`` when that is a path, else in ``~/.termal``)
-    until the registry has its PostgreSQL engine."""
+    """As :func:`database`, for the commands that also take a ``postgresql://`` URL
+    (session, send, ls, read, ack, wake). The registry is then in that database."""
     target = db_target(args, parser)
     if isinstance(target, Path):
         check_database(target, writing=True, may_create=True)
@@ -68,10 +65,11 @@ def mailbox_database(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def registry_for(target: Path | str) -> Registry:
+    """The registry of a database: the file beside a SQLite one, or the PostgreSQL
+    database itself (shared by every hub on it)."""
     from termal_tui.agents.registry import Registry
 
-    path = target if isinstance(target, Path) else local_db_path()
-    return Registry.beside(path, busy_timeout=busy_timeout())
+    return Registry.beside(target, busy_timeout=busy_timeout())
 
 
 @asynccontextmanager

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from termal_tui.cli.agents import database, registry_for
+from termal_tui.cli.agents import mailbox_database, registry_for
 from termal_tui.cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _run_remote(args, parser, payload)
     if not args.session:
         parser.error("the following arguments are required: --session (or --remote URL)")
-    path = database(args, parser)
+    path = mailbox_database(args, parser)  # a file, or a postgresql:// URL
     run_hook(
         path,
         registry_for(path),

@@ -1,5 +1,5 @@
 """``termal-tui session add NAME | list | rm NAME | token NAME [--revoke]``: the session
-registry."""
+registry (beside a SQLite database, or in a ``postgresql://`` one)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from termal_tui.cli.agents import database, registry_for
+from termal_tui.cli.agents import mailbox_database, registry_for
 from termal_tui.cli.common import EXIT_OK, add_db, add_subparser, subparsers
 
 if TYPE_CHECKING:
     from termal_tui.agents.registry import Session
+    from termal_tui.store.reader import MailboxReader
 
 
 def describe(_name: str, line: str) -> str:
@@ -47,22 +48,29 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    path = database(args, parser)
+    path = mailbox_database(args, parser)
     return asyncio.run(_session(args, path))
 
 
-async def _check_coordination(path: Path) -> None:
+def _has_mail(path: Path | str) -> bool:
+    """Whether there may be mailboxes to read or leave: a non-empty file, or always on
+    PostgreSQL (the registry's tables share the database with them)."""
+    return isinstance(path, str) or (path.exists() and bool(path.stat().st_size))
+
+
+async def _check_coordination(path: Path | str) -> None:
     """An existing database must be a coordination database of a version we read
     (read-only check), so no registry file is created beside anything else. An empty
-    file is an empty database, as for every writer."""
-    if path.exists() and path.stat().st_size:
+    file is an empty database, as for every writer. On PostgreSQL the registry is in
+    the database itself: there is nothing beside it to protect."""
+    if isinstance(path, Path) and _has_mail(path):
         from termal_tui.store.reader import open_reader
 
         async with open_reader(path):
             pass
 
 
-async def _session(args: argparse.Namespace, path: Path) -> int:
+async def _session(args: argparse.Namespace, path: Path | str) -> int:
     await _check_coordination(path)
     registry = registry_for(path)
     if args.action == "add":
@@ -72,7 +80,7 @@ async def _session(args: argparse.Namespace, path: Path) -> int:
     if args.action == "rm":
         session = await asyncio.to_thread(registry.remove, args.name)
         departed = 0
-        if path.exists():
+        if _has_mail(path):
             from termal_tui.store.writer import open_writer
 
             async with open_writer(path) as writer:
@@ -123,19 +131,28 @@ async def _session(args: argparse.Namespace, path: Path) -> int:
     return EXIT_OK
 
 
-async def _unread_by_session(path: Path, session_ids: list[str]) -> dict[str, int]:
-    """Inbound mail each session has not processed (read-only; none without a database)."""
-    if not path.exists() or not session_ids:
+async def _unread_by_session(path: Path | str, session_ids: list[str]) -> dict[str, int]:
+    """Inbound mail each session has not processed (read-only; none without a database,
+    nor in a PostgreSQL database that has sessions and no mailbox tables yet)."""
+    if not _has_mail(path) or not session_ids:
         return {}
+    from termal_tui.store.errors import SchemaError
     from termal_tui.store.reader import open_reader
 
-    async with open_reader(path) as reader:
-        return {
-            session_id: sum(
-                m.unread_count for m in await reader.list_mailboxes(session_id=session_id)
-            )
-            for session_id in session_ids
-        }
+    try:
+        async with open_reader(path) as reader:
+            return await _unread(reader, session_ids)
+    except SchemaError as error:
+        if isinstance(path, str) and "(missing table " in str(error):
+            return {}  # no mail was ever sent there
+        raise
+
+
+async def _unread(reader: MailboxReader, session_ids: list[str]) -> dict[str, int]:
+    return {
+        session_id: sum(m.unread_count for m in await reader.list_mailboxes(session_id=session_id))
+        for session_id in session_ids
+    }
 
 
 def session_json(session: Session) -> dict[str, Any]:

@@ -627,7 +627,7 @@ def test_a_version_1_registry_is_migrated_in_place(tmp_path: Path):
     assert registry.registered_project(made.id) == made
     registry.close()
     check = sqlite3.connect(path)
-    assert check.execute("PRAGMA user_version").fetchone()[0] == REGISTRY_VERSION == 6
+    assert check.execute("PRAGMA user_version").fetchone()[0] == REGISTRY_VERSION == 7
     tables = {row[0] for row in check.execute("SELECT name FROM sqlite_master")}
     assert {"projects", "session_projects", "sessions", "wake_marks", "session_tokens"} <= tables
 

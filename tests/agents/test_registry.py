@@ -1,9 +1,10 @@
-"""The session registry: ids, names, removal, turns, channel presence, wake marks."""
+"""The session registry: ids, names, removal, turns, channel presence, wake marks, on
+both engines (a registry file beside a SQLite database, or the tables of a PostgreSQL
+one); tests about the file itself are ``sqlite_only``."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import time
 from pathlib import Path
@@ -19,13 +20,32 @@ from termal_tui.store.errors import (
     StorageError,
     ValidationError,
 )
+from tests.helpers import ENGINES, execute, is_url, sqlite_only
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture
-def registry(db_path: Path) -> Registry:
-    return Registry.beside(db_path)
+def registry(db: Path | str) -> Registry:
+    return Registry.beside(db)
 
 
+def set_version(registry: Registry, version: int) -> None:
+    """Stamp the registry with another version (a newer termal-tui wrote it)."""
+    if is_url(registry.path):
+        execute(
+            registry.path,
+            "UPDATE registry_meta SET value = ? WHERE key = 'version'",
+            (str(version),),
+        )
+    else:
+        execute(registry.path, f"PRAGMA user_version = {version}")
+
+
+@sqlite_only
 def test_registry_lives_beside_the_coordination_database(db_path: Path, registry: Registry):
     registry.add("alice")
     assert registry.path == db_path.with_name(REGISTRY_FILENAME) == registry_path_for(db_path)
@@ -35,10 +55,11 @@ def test_registry_lives_beside_the_coordination_database(db_path: Path, registry
     assert stat.S_IMODE(os.stat(registry.path.parent).st_mode) == 0o700
 
 
-def test_ids_are_termal_shaped_and_stable_across_restarts(db_path: Path, registry: Registry):
+def test_ids_are_termal_shaped_and_stable_across_restarts(db: Path | str, registry: Registry):
     alice = registry.add("Alice", agent="Claude", workdir="/w")
     assert alice.id.startswith("session-") and len(alice.id) == len("session-") + 12
-    reopened = Registry.beside(db_path)
+    registry.close()
+    reopened = Registry.beside(db)
     assert reopened.resolve_own("alice") == alice
     assert reopened.resolve_own(alice.id) == alice
     assert reopened.ensure("ALICE").id == alice.id  # ensure finds, never re-mints
@@ -118,20 +139,20 @@ def test_wake_marks_keep_the_highest_seen_sequence(registry: Registry):
 
 def test_a_registry_without_the_unique_index_can_hold_ambiguous_names(registry: Registry):
     registry.add("carol")
-    with sqlite3.connect(registry.path) as db:  # e.g. written by hand or by another tool
-        db.execute("DROP INDEX sessions_live_name")
-        db.execute(
-            "INSERT INTO sessions(id, name, name_key, created_at) "
-            "VALUES('session-other', 'Carol', 'carol', '2026-01-01T00:00:00Z')"
-        )
+    # e.g. written by hand or by another tool
+    execute(registry.path, "DROP INDEX sessions_live_name")
+    execute(
+        registry.path,
+        "INSERT INTO sessions(id, name, name_key, created_at) "
+        "VALUES('session-other', 'Carol', 'carol', '2026-01-01T00:00:00Z')",
+    )
     assert len(registry.find_live_by_name("CAROL")) == 2
 
 
 def test_a_newer_registry_is_refused(registry: Registry):
     registry.add("alice")
-    with sqlite3.connect(registry.path) as db:
-        db.execute("PRAGMA user_version = 99")
-    with pytest.raises(StorageError, match="version 99"):
+    set_version(registry, 99)
+    with pytest.raises(StorageError, match="version 99; this termal-tui understands up to 7"):
         Registry(registry.path).sessions()
 
 

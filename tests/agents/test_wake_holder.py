@@ -1,5 +1,6 @@
 """Who holds a session's channel: the newest live listener, decided from the registry with
-a driven clock (no sleeping), and the watcher that pushes only while it holds it."""
+a driven clock (no sleeping), and the watcher that pushes only while it holds it; on both
+engines (the registry and the mailboxes on a file, or both in one PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.registry import Registry
+from termal_tui.agents.registry import REGISTRY_VERSION, Registry
 from termal_tui.agents.tools import AgentTools
 from termal_tui.agents.wake import ChannelWatcher
 from termal_tui.models import UnreadWakeup
-from termal_tui.notifiers import CHANNEL_STALE_SECONDS, read_notifiers, registry_path_for
+from termal_tui.notifiers import (
+    CHANNEL_STALE_SECONDS,
+    read_notifiers,
+    registry_path_for,
+    this_host,
+)
 from termal_tui.store.writer import MailboxWriter, open_writer
+from tests.helpers import ENGINES, execute, rows, sqlite_only
 
 DEAD_PID = 2**22 + 12345
 
@@ -34,9 +41,23 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def registry(tmp_path: Path, clock: Clock) -> Registry:
-    return Registry(registry_path_for(tmp_path / "coordination.sqlite"), clock=clock)
+def db(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    if engine == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return tmp_path / "coordination.sqlite"
+
+
+@pytest.fixture
+def registry(db: Path | str, clock: Clock) -> Registry:
+    found = Registry.beside(db, clock=clock)
+    assert found.path == (db if isinstance(db, str) else registry_path_for(db))
+    return found
 
 
 def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: Clock):
@@ -68,6 +89,43 @@ def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock:
     assert registry.channel_holder(bob) == live
 
 
+def test_a_listener_on_another_host_is_judged_by_its_heartbeat(registry: Registry, clock: Clock):
+    """Hubs on several hosts share one registry on PostgreSQL: a pid is checked only on
+    the host its process runs on; elsewhere the heartbeat alone says it is there."""
+    bob = registry.add("bob").id
+    here = registry.register_listener(bob)
+    assert here.runs_on == this_host()
+    clock.advance(1)
+    # Another hub's listener, as that hub registered it: its pid is nothing here.
+    there = registry.register_listener(bob, pid=DEAD_PID, kind="remote", host="10.0.0.9")
+    execute(
+        registry.path, "UPDATE channel_listeners SET runs_on = 'hub-b' WHERE id = ?", (there.id,)
+    )
+    assert registry.channel_holder(bob) == there._replace(runs_on="hub-b")
+    clock.advance(CHANNEL_STALE_SECONDS + 1)  # hub B stopped beating: it is gone
+    assert registry.beat_listener(here.id)
+    holder = registry.channel_holder(bob)
+    assert holder is not None and holder.id == here.id
+
+
+def test_a_version_6_registry_gets_the_listeners_host(tmp_path: Path, clock: Clock):
+    """A version 6 file (no runs_on) is read as it is by the viewer, then migrated in
+    place by the next opener, its listeners kept (judged on this host)."""
+    db = tmp_path / "coordination.sqlite"
+    path = registry_path_for(db)
+    old = Registry(path, clock=clock)
+    bob = old.add("bob").id
+    listener = old.register_listener(bob)
+    old.close()
+    execute(path, "ALTER TABLE channel_listeners DROP COLUMN runs_on")
+    execute(path, "PRAGMA user_version = 6")
+    seen = read_notifiers(db, now=clock())
+    assert seen is not None and seen[bob].holder == listener._replace(runs_on=None)
+    assert Registry(path, clock=clock).channel_holder(bob) == listener._replace(runs_on=None)
+    assert rows(path, "PRAGMA user_version") == [(REGISTRY_VERSION,)]
+    assert "runs_on" in {row[1] for row in rows(path, "PRAGMA table_info(channel_listeners)")}
+
+
 def test_removing_a_session_drops_its_listeners(registry: Registry):
     bob = registry.add("bob").id
     listener = registry.register_listener(bob)
@@ -76,6 +134,7 @@ def test_removing_a_session_drops_its_listeners(registry: Registry):
     assert not registry.beat_listener(listener.id)
 
 
+@sqlite_only
 def test_the_viewer_reads_who_holds_each_channel(tmp_path: Path, registry: Registry, clock: Clock):
     bob = registry.add("bob").id
     registry.register_listener(bob, kind="remote", host="10.0.0.7", peer="77@laptop")
@@ -93,9 +152,8 @@ def test_the_viewer_reads_who_holds_each_channel(tmp_path: Path, registry: Regis
 
 @pytest.fixture
 async def peers(
-    tmp_path: Path, registry: Registry
+    db: Path | str, registry: Registry
 ) -> AsyncIterator[tuple[AgentTools, str, MailboxWriter]]:
-    db = tmp_path / "coordination.sqlite"
     alice = registry.add("alice")
     bob = registry.add("bob")
     async with open_writer(db) as alices, open_writer(db) as bobs:

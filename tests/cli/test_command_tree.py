@@ -146,7 +146,7 @@ def test_viewer_threshold_defaults_are_the_health_modules():
 @pytest.mark.parametrize(
     "argv",
     [
-        ["session", "add", "alice", "--db", "postgresql://u@127.0.0.1/db"],
+        ["session", "add", "alice", "--db", "mysql://u@127.0.0.1/db"],
         ["postgresql://u@127.0.0.1/db"],
         ["board", "ls", "--as", "a", "--db", "postgres://127.0.0.1/db"],
         ["doctor", "--db", "sqlite://x"],
@@ -170,7 +170,7 @@ def test_a_database_that_looks_like_a_url_is_never_created_as_a_path(tmp_path, a
 
 def test_termal_home_that_looks_like_a_url_is_refused(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "termal_tui", "session", "list"],
+        [sys.executable, "-m", "termal_tui", "doctor"],  # session takes one (the registry's)
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -1,14 +1,18 @@
-"""The mailbox commands on a PostgreSQL URL, end to end through the real command line:
-send, ls, read, ack and wake work; other commands say PostgreSQL is not yet supported
-there; a malformed URL is one sentence and exit 2; no password is ever printed."""
+"""The mailbox and session commands on a PostgreSQL URL, end to end through the real
+command line: session, send, ls, read, ack and wake work, with the session registry in
+that database; other commands say PostgreSQL is not yet supported there; a malformed URL
+is one sentence and exit 2; no password is ever printed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.helpers import rows
 
 
 def _cli(tmp_path, *argv: str, home: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -25,7 +29,8 @@ def _cli(tmp_path, *argv: str, home: str | None = None) -> subprocess.CompletedP
 
 def test_send_ls_read_ack_and_wake_on_a_postgresql_url(tmp_path, pg_url):
     for name in ("alice", "bob"):
-        assert _cli(tmp_path, "session", "add", name).returncode == 0
+        added = _cli(tmp_path, "session", "add", name, "--db", pg_url)
+        assert added.returncode == 0, added.stderr
     sent = _cli(tmp_path, "send", "--as", "alice", "--db", pg_url, "bob", "hello over pg")
     assert sent.returncode == 0, sent.stderr
     assert "sent #1 to bob" in sent.stdout
@@ -38,8 +43,77 @@ def test_send_ls_read_ack_and_wake_on_a_postgresql_url(tmp_path, pg_url):
     assert _cli(tmp_path, "wake", "--session", "bob", "--db", pg_url).stdout == ""  # delivered
     acked = _cli(tmp_path, "ack", "--as", "bob", "--db", pg_url, "alice", "1")
     assert acked.returncode == 0 and "processed through #1" in acked.stdout
-    # $TERMAL_HOME may be the URL itself (the registry is then ~/.termal's: not here).
     assert not (tmp_path / "postgresql:").exists()
+    # The sessions are in the database, not in a local registry file.
+    assert not (tmp_path / "home").exists()
+
+
+def test_the_session_commands_keep_the_registry_in_the_database(tmp_path, pg_url):
+    """$TERMAL_HOME may be the URL itself; every command then shares one registry, as
+    every hub on the database does."""
+    added = _cli(tmp_path, "session", "add", "alice", home=pg_url)
+    assert added.returncode == 0 and added.stdout.startswith("added alice (session-")
+    assert _cli(tmp_path, "session", "add", "bob", "--db", pg_url).returncode == 0
+    twin = _cli(tmp_path, "session", "add", "аlice", home=pg_url)  # Cyrillic а
+    assert twin.returncode == 4, twin.stderr  # conflict
+    assert "a session named `alice` already exists" in twin.stderr
+    listed = _cli(tmp_path, "session", "list", "--json", home=pg_url)
+    assert listed.returncode == 0, listed.stderr
+    assert [(s["name"], s["unreadCount"]) for s in json.loads(listed.stdout)] == [
+        ("alice", 0),
+        ("bob", 0),
+    ]  # no mail was ever sent: no mailbox tables, nothing unread
+    assert _cli(tmp_path, "send", "--as", "alice", "bob", "hi", home=pg_url).returncode == 0
+    listed = _cli(tmp_path, "session", "list", "--json", "--db", pg_url)
+    assert [s["unreadCount"] for s in json.loads(listed.stdout)] == [0, 1]
+    token = _cli(tmp_path, "session", "token", "bob", home=pg_url)
+    assert token.returncode == 0 and token.stdout.startswith("ttk_")
+    assert token.stdout.strip() not in str(rows(pg_url, "SELECT * FROM session_tokens"))
+    listed = _cli(tmp_path, "session", "list", "--json", home=pg_url)
+    assert [s["hasToken"] for s in json.loads(listed.stdout)] == [False, True]
+    revoked = _cli(tmp_path, "session", "token", "bob", "--revoke", home=pg_url)
+    assert revoked.returncode == 0 and "revoked its token" in revoked.stdout
+    removed = _cli(tmp_path, "session", "rm", "bob", home=pg_url)
+    assert removed.returncode == 0, removed.stderr
+    assert "left 1 mailbox(es)" in removed.stdout
+    gone = _cli(tmp_path, "send", "--as", "alice", "bob", "again", home=pg_url)
+    assert gone.returncode != 0 and "was removed" in gone.stderr
+
+
+def test_hooks_on_a_postgresql_url_record_turns_and_hand_over_wakes(tmp_path, pg_url):
+    """A hook on the database's URL: the turn and the hook run go to the registry in the
+    database, and the wake for waiting mail is the hook's document, delivered once."""
+    for name in ("alice", "bob"):
+        assert _cli(tmp_path, "session", "add", name, home=pg_url).returncode == 0
+    assert _cli(tmp_path, "send", "--as", "alice", "bob", "hook me", home=pg_url).returncode == 0
+    started = _hook(tmp_path, pg_url, "prompt", "bob")
+    assert started.returncode == 0, started.stderr
+    assert "[TermAl mailbox notification]" in started.stdout and "from alice" in started.stdout
+    assert rows(pg_url, "SELECT turn_started_at IS NOT NULL FROM sessions WHERE name = 'bob'") == [
+        (True,)
+    ]
+    assert rows(pg_url, "SELECT count(*) FROM notifier_seen") == [(1,)]
+    again = _hook(tmp_path, pg_url, "prompt", "bob")  # delivered once: not woken again
+    assert again.returncode == 0 and "[TermAl mailbox notification]" not in again.stdout
+    assert _cli(tmp_path, "ack", "--as", "bob", "alice", "1", home=pg_url).returncode == 0
+    stopped = _hook(tmp_path, pg_url, "stop", "bob")
+    assert stopped.returncode == 0 and stopped.stdout == ""
+    assert rows(pg_url, "SELECT turn_started_at FROM sessions WHERE name = 'bob'") == [(None,)]
+    unknown = _hook(tmp_path, pg_url, "prompt", "carol")  # a typo never registers a peer
+    assert unknown.returncode == 3 and "no registered session is named `carol`" in unknown.stderr
+
+
+def _hook(tmp_path, url: str, event: str, session: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "termal_tui", "hook", event, "--session", session, "--db", url],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        input="{}",
+        env={**os.environ, "TERMAL_HOME": str(tmp_path / "home"), "NO_COLOR": "1"},
+        timeout=60,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -47,7 +121,6 @@ def test_send_ls_read_ack_and_wake_on_a_postgresql_url(tmp_path, pg_url):
     [
         ["doctor", "--db", "{url}"],
         ["export", "--db", "{url}", "--mailbox", "mailbox-x"],
-        ["session", "list", "--db", "{url}"],
         ["{url}"],
     ],
 )
@@ -73,10 +146,13 @@ def test_a_malformed_url_is_one_sentence_and_exit_2(tmp_path, url):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_unreachable_server_is_busy_and_hides_the_password(tmp_path):
-    assert _cli(tmp_path, "session", "add", "alice").returncode == 0
-    assert _cli(tmp_path, "session", "add", "bob").returncode == 0
+@pytest.mark.parametrize(
+    "argv",
+    [["send", "--as", "alice", "--db", "{url}", "bob", "hi"], ["session", "list", "--db", "{url}"]],
+)
+def test_an_unreachable_server_is_busy_and_hides_the_password(tmp_path, argv):
     url = "postgresql://alice:s3cret@127.0.0.1:1/db"
-    done = _cli(tmp_path, "send", "--as", "alice", "--db", url, "bob", "hi")
+    done = _cli(tmp_path, *[part.format(url=url) for part in argv])
     assert done.returncode == 5, done.stderr  # busy: nothing committed, retry
     assert "s3cret" not in done.stderr and "alice:***@" in done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ from termal_tui.agents.registry import Registry
 from termal_tui.names import name_key, name_skeleton, same_name, validate_name
 from termal_tui.sanitize import contains_terminal_escape
 from termal_tui.store.errors import ConflictError, NotFoundError, ValidationError
+from tests.helpers import ENGINES, sqlite_only
 
 # Each pair reads alike: a mixed-script, whole-script, compatibility or case variant.
 LOOK_ALIKES = [
@@ -126,9 +127,15 @@ def test_the_registry_module_re_exports_the_rules():
     assert registry.name_skeleton is names.name_skeleton
 
 
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """The registry tests below run on both engines (a file, or PostgreSQL's tables)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def registry(db_path: Path) -> Registry:
-    return Registry.beside(db_path)
+def registry(db: Path | str) -> Registry:
+    return Registry.beside(db)
 
 
 @pytest.mark.parametrize(("plain", "variant"), LOOK_ALIKES)
@@ -210,6 +217,7 @@ def test_ensure_says_why_a_look_alike_cannot_register(registry: Registry):
         registry.add("IVAN")
 
 
+@sqlite_only
 def test_an_older_registry_gets_its_name_keys_recomputed(registry: Registry, db_path: Path):
     import sqlite3
 

@@ -1,5 +1,7 @@
 """The session registry's file (``termal-tui-sessions.sqlite``, beside the coordination
-database): every SQL statement it runs, by job.
+database): every SQL statement it runs, by job. The statements are written once in the
+SQL both engines speak (``dbapi``): on a ``postgresql://`` database the same ones run on
+the registry's tables there (``store/postgres/registry.py``).
 
 * ``schema``: its tables and version, opened and migrated once (``database``).
 * ``sessions``: names and ids, turns.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from termal_tui.store.errors import StorageError
+from termal_tui.store.registry.dbapi import Db
 from termal_tui.store.sqlite import display_path, read_only_uri
 
 PROJECT_COLUMNS: Final = "id, name, root_path, created_at"
@@ -19,17 +20,17 @@ TERMAL_STATE_FILENAME: Final = "termal.sqlite"
 TERMAL_METADATA_KEY: Final = "metadataState"  # persist.rs SQLITE_METADATA_KEY
 
 
-def registered(db: sqlite3.Connection) -> list[ProjectRow]:
+def registered(db: Db) -> list[ProjectRow]:
     return db.execute(f"SELECT {PROJECT_COLUMNS} FROM projects ORDER BY created_at, id").fetchall()
 
 
-def registered_one(db: sqlite3.Connection, project_id: str) -> ProjectRow | None:
+def registered_one(db: Db, project_id: str) -> ProjectRow | None:
     return db.execute(
         f"SELECT {PROJECT_COLUMNS} FROM projects WHERE id = ?", (project_id,)
     ).fetchone()
 
 
-def for_root(db: sqlite3.Connection, root_path: str, name: str, at: str) -> ProjectRow:
+def for_root(db: Db, root_path: str, name: str, at: str) -> ProjectRow:
     """The project whose root is ``root_path``, minted once (``project-<uuid>``, as TermAl
     mints its own) with ``name`` de-duplicated as TermAl does (``name 2``...)."""
     row = db.execute(
@@ -48,18 +49,19 @@ def for_root(db: sqlite3.Connection, root_path: str, name: str, at: str) -> Proj
     return project
 
 
-def bound(db: sqlite3.Connection, session_id: str) -> str | None:
+def bound(db: Db, session_id: str) -> str | None:
     row = db.execute(
         "SELECT project_id FROM session_projects WHERE session_id = ?", (session_id,)
     ).fetchone()
     return None if row is None else str(row[0])
 
 
-def bind(db: sqlite3.Connection, session_id: str, project_id: str, at: str) -> None:
+def bind(db: Db, session_id: str, project_id: str, at: str) -> None:
     db.execute(
         "INSERT INTO session_projects(session_id, project_id, updated_at) "
-        "VALUES(?1, ?2, ?3) ON CONFLICT(session_id) DO UPDATE SET project_id = ?2, "
-        "updated_at = ?3 WHERE project_id != ?2",
+        "VALUES(?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+        "project_id = excluded.project_id, updated_at = excluded.updated_at "
+        "WHERE session_projects.project_id != excluded.project_id",
         (session_id, project_id, at),
     )
 

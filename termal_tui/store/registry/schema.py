@@ -13,8 +13,11 @@ from termal_tui.store.sqlite import FileKind
 
 # 2: projects (the board's scopes); 3: notifier_seen, wake_reoffers; 4: session_tokens
 # (a hub's bearer tokens); 5: channel_listeners (who holds a session's channel); 6: name
-# keys recomputed by UTS #39 (names that read alike share a key; names.name_key).
-REGISTRY_VERSION: Final = 6
+# keys recomputed by UTS #39 (names that read alike share a key; names.name_key); 7:
+# channel_listeners.runs_on (the host of the process whose pid a listener records: its
+# pid means something there only, which matters once hubs on several hosts share one
+# registry on PostgreSQL).
+REGISTRY_VERSION: Final = 7
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -75,7 +78,8 @@ CREATE TABLE IF NOT EXISTS channel_listeners (
     host TEXT NOT NULL,
     peer TEXT,
     since REAL NOT NULL,
-    seen_at REAL NOT NULL
+    seen_at REAL NOT NULL,
+    runs_on TEXT
 );
 CREATE INDEX IF NOT EXISTS channel_listeners_session ON channel_listeners(session_id, since);
 """
@@ -101,6 +105,8 @@ def ensure(db: sqlite3.Connection, path: Path) -> None:
         try:
             if version and version < 6:
                 rekey_names(db)
+            if version and version < 7:
+                add_runs_on(db)
             db.execute(f"PRAGMA user_version = {REGISTRY_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -138,6 +144,14 @@ def rekey_names(db: sqlite3.Connection) -> int:
     )
     db.executemany("UPDATE sessions SET name_key = ? WHERE id = ?", [(k, s) for s, k in changed])
     return len(changed)
+
+
+def add_runs_on(db: sqlite3.Connection) -> None:
+    """Version 7: listeners record the host their process runs on (a version 5 or 6 table
+    lacks the column; an older file got it from the script above)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(channel_listeners)")}
+    if "runs_on" not in columns:
+        db.execute("ALTER TABLE channel_listeners ADD COLUMN runs_on TEXT")
 
 
 def empty() -> sqlite3.Connection:

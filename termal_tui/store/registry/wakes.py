@@ -10,22 +10,23 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
+from termal_tui.store.registry.dbapi import Db
 from termal_tui.store.sqlite import read_only_uri
 
-ListenerRow = tuple[str, str, str, int, str, str | None, float, float]
-LISTENER_COLUMNS: Final = "id, session_id, kind, pid, host, peer, since, seen_at"
+ListenerRow = tuple[str, str, str, int, str, str | None, float, float, str | None]
+LISTENER_COLUMNS: Final = "id, session_id, kind, pid, host, peer, since, seen_at, runs_on"
 
 # ------------------------------------------------------------------ wake marks
 
 
-def marks(db: sqlite3.Connection, session_id: str) -> list[tuple[str, int, int]]:
+def marks(db: Db, session_id: str) -> list[tuple[str, int, int]]:
     return db.execute(
         "SELECT mailbox_id, pending, seen_through FROM wake_marks WHERE session_id = ?",
         (session_id,),
     ).fetchall()
 
 
-def has_pending(db: sqlite3.Connection, session_id: str, mailbox_id: str, before: int) -> bool:
+def has_pending(db: Db, session_id: str, mailbox_id: str, before: int) -> bool:
     row = db.execute(
         "SELECT 1 FROM wake_marks WHERE session_id = ? AND mailbox_id = ? "
         "AND pending = 1 AND seen_through < ?",
@@ -34,23 +35,23 @@ def has_pending(db: sqlite3.Connection, session_id: str, mailbox_id: str, before
     return row is not None
 
 
-def mark(
-    db: sqlite3.Connection, session_id: str, mailbox_id: str, pending: int, through: int, at: str
-) -> None:
+def mark(db: Db, session_id: str, mailbox_id: str, pending: int, through: int, at: str) -> None:
     db.execute(
         "INSERT INTO wake_marks(session_id, mailbox_id, pending, seen_through, updated_at) "
-        "VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
-        "pending = ?3, seen_through = MAX(seen_through, ?4), updated_at = ?5",
+        "VALUES(?, ?, ?, ?, ?) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
+        "pending = excluded.pending, seen_through = CASE WHEN excluded.seen_through > "
+        "wake_marks.seen_through THEN excluded.seen_through ELSE wake_marks.seen_through END, "
+        "updated_at = excluded.updated_at",
         (session_id, mailbox_id, pending, through, at),
     )
 
 
-def clear(db: sqlite3.Connection, session_id: str) -> None:
+def clear(db: Db, session_id: str) -> None:
     db.execute("DELETE FROM wake_marks WHERE session_id = ?", (session_id,))
     db.execute("DELETE FROM wake_reoffers WHERE session_id = ?", (session_id,))
 
 
-def ignored(db: sqlite3.Connection, session_id: str, cutoff: str) -> list[tuple[str, int]]:
+def ignored(db: Db, session_id: str, cutoff: str) -> list[tuple[str, int]]:
     rows = db.execute(
         "SELECT m.mailbox_id, m.seen_through FROM wake_marks m "
         "LEFT JOIN wake_reoffers r ON r.session_id = m.session_id "
@@ -62,21 +63,19 @@ def ignored(db: sqlite3.Connection, session_id: str, cutoff: str) -> list[tuple[
     return [(str(row[0]), int(row[1])) for row in rows]
 
 
-def mark_reoffered(
-    db: sqlite3.Connection, session_id: str, mailbox_id: str, through: int, at: str
-) -> None:
+def mark_reoffered(db: Db, session_id: str, mailbox_id: str, through: int, at: str) -> None:
     db.execute(
         "INSERT INTO wake_reoffers(session_id, mailbox_id, through, offered_at) "
-        "VALUES(?1, ?2, ?3, ?4) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
-        "through = ?3, offered_at = ?4",
+        "VALUES(?, ?, ?, ?) ON CONFLICT(session_id, mailbox_id) DO UPDATE SET "
+        "through = excluded.through, offered_at = excluded.offered_at",
         (session_id, mailbox_id, through, at),
     )
 
 
-def hook_ran(db: sqlite3.Connection, session_id: str, at: float) -> None:
+def hook_ran(db: Db, session_id: str, at: float) -> None:
     db.execute(
-        "INSERT INTO notifier_seen(session_id, hook_seen_at) VALUES(?1, ?2) "
-        "ON CONFLICT(session_id) DO UPDATE SET hook_seen_at = ?2",
+        "INSERT INTO notifier_seen(session_id, hook_seen_at) VALUES(?, ?) "
+        "ON CONFLICT(session_id) DO UPDATE SET hook_seen_at = excluded.hook_seen_at",
         (session_id, at),
     )
 
@@ -84,15 +83,17 @@ def hook_ran(db: sqlite3.Connection, session_id: str, at: float) -> None:
 # ------------------------------------------------------------------ channel listeners
 
 
-def add_listener(db: sqlite3.Connection, row: ListenerRow) -> None:
+def add_listener(db: Db, row: ListenerRow) -> None:
     db.execute(
-        f"INSERT OR REPLACE INTO channel_listeners({LISTENER_COLUMNS}) "
-        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO channel_listeners({LISTENER_COLUMNS}) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET session_id = excluded.session_id, kind = excluded.kind, "
+        "pid = excluded.pid, host = excluded.host, peer = excluded.peer, "
+        "since = excluded.since, seen_at = excluded.seen_at, runs_on = excluded.runs_on",
         row,
     )
 
 
-def beat(db: sqlite3.Connection, listener_id: str, at: float) -> bool:
+def beat(db: Db, listener_id: str, at: float) -> bool:
     """Refresh a listener's heartbeat; False when its row is gone (released or removed)."""
     changed = db.execute(
         "UPDATE channel_listeners SET seen_at = ? WHERE id = ?", (at, listener_id)
@@ -100,27 +101,30 @@ def beat(db: sqlite3.Connection, listener_id: str, at: float) -> bool:
     return bool(changed)
 
 
-def drop_listener(db: sqlite3.Connection, listener_id: str) -> None:
+def drop_listener(db: Db, listener_id: str) -> None:
     db.execute("DELETE FROM channel_listeners WHERE id = ?", (listener_id,))
 
 
-def drop_listeners_of(db: sqlite3.Connection, session_id: str, pid: int) -> None:
+def drop_listeners_of(db: Db, session_id: str, pid: int) -> None:
     db.execute("DELETE FROM channel_listeners WHERE session_id = ? AND pid = ?", (session_id, pid))
 
 
-def drop_stale(db: sqlite3.Connection, before: float) -> None:
+def drop_stale(db: Db, before: float) -> None:
     """Forget listeners whose heartbeat stopped long ago (their process died silently)."""
     db.execute("DELETE FROM channel_listeners WHERE seen_at < ?", (before,))
 
 
-def listeners(db: sqlite3.Connection, session_id: str | None = None) -> list[ListenerRow]:
-    """Listeners (of one session, or all), newest first."""
+def listeners(
+    db: Db, session_id: str | None = None, *, columns: str = LISTENER_COLUMNS
+) -> list[ListenerRow]:
+    """Listeners (of one session, or all), newest first. ``columns``: what an older file
+    has (the viewer reads it without migrating it)."""
     if session_id is None:
         return db.execute(
-            f"SELECT {LISTENER_COLUMNS} FROM channel_listeners ORDER BY since DESC, id DESC"
+            f"SELECT {columns} FROM channel_listeners ORDER BY since DESC, id DESC"
         ).fetchall()
     return db.execute(
-        f"SELECT {LISTENER_COLUMNS} FROM channel_listeners WHERE session_id = ? "
+        f"SELECT {columns} FROM channel_listeners WHERE session_id = ? "
         "ORDER BY since DESC, id DESC",
         (session_id,),
     ).fetchall()
@@ -162,7 +166,11 @@ def read_notifier_rows(path: Path) -> NotifierRows | None:
         ).fetchall()
         found: list[ListenerRow] = []
         if "channel_listeners" in tables:  # version 5 and later
-            found = listeners(db)
+            present = {row[1] for row in db.execute("PRAGMA table_info(channel_listeners)")}
+            columns = LISTENER_COLUMNS
+            if "runs_on" not in present:  # versions 5 and 6
+                columns = columns.replace(", runs_on", ", NULL")
+            found = listeners(db, columns=columns)
     except sqlite3.Error:
         return None
     finally:
