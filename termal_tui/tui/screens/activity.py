@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
+from termal_tui.tui.cells import center_cells, fit, option_room
 from termal_tui.tui.messages import LiveChanged, follow_live
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.views.activity import (
@@ -72,10 +73,7 @@ def event_line(
         tail.append(Content(f" · {words.detail}"))
     if words.observed:
         tail.append(Content.styled(" (seen)", "italic " + DIM))
-    line = Content.assemble(head, *tail)
-    if line.cell_length > width:
-        line = line.truncate(width, ellipsis=True)
-    return line
+    return fit(Content.assemble(head, *tail), width)
 
 
 class EventList(OptionList):
@@ -231,8 +229,7 @@ class ActivityScreen(Screen[Jump | None]):
         now = self.source.clock.now()
         titles = self.model.mailbox_titles()
         # The list less its scrollbar (counted whether or not it shows yet) and padding.
-        outer = events_list.size.width or (self.size.width or 80)
-        width = max(20, outer - events_list.styles.scrollbar_size_vertical - 2)
+        width = max(20, option_room(events_list, self))
         options: list[Option] = []
         divider_at = None
         for index, event in enumerate(shown):
@@ -245,7 +242,7 @@ class ActivityScreen(Screen[Jump | None]):
             options.insert(
                 divider_at,
                 Option(
-                    Content.styled("── seen before ──".center(width, " "), DIM),
+                    Content.styled(center_cells("── seen before ──", width), DIM),
                     id="divider",
                     disabled=True,
                 ),
