@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.cells import cell_len, chop_cells, set_cell_size
+from rich.cells import cell_len, chop_cells
 from textual.content import Content
 
 if TYPE_CHECKING:
@@ -34,14 +34,22 @@ def cells(text: str | Content) -> int:
     return text.cell_length if isinstance(text, Content) else cell_len(text)
 
 
+def _kept(text: str, width: int) -> int:
+    """How many characters of ``text`` fit in ``width`` cells, whole characters only
+    (a wide character or a joined emoji is never split)."""
+    if width <= 0 or not text:
+        return 0
+    return len(chop_cells(text, width)[0])
+
+
 def cap_cells(text: str, width: int) -> str:
     """``text`` in at most ``width`` cells, ending with ``…`` when cut (a wide character
-    that would straddle the cut becomes a space)."""
+    that would straddle the cut is left out: the line may end a cell short)."""
     if width <= 0:
         return ""
     if cell_len(text) <= width:
         return text
-    return set_cell_size(text, width - 1) + ELLIPSIS
+    return text[: _kept(text, width - 1)] + ELLIPSIS
 
 
 def pad_cells(text: str, width: int) -> str:
@@ -64,7 +72,13 @@ def fit(content: Content | str, width: int, style: str = "") -> Content:
         content = Content.styled(content, style) if style else Content(content)
     if content.cell_length <= width:
         return content
-    return content.truncate(max(0, width), ellipsis=width > 0)
+    if width <= 0:
+        return Content("")
+    kept = content[: _kept(content.plain, width - 1)]
+    # the ellipsis takes the style of the last character kept
+    at = max(0, len(kept.plain) - 1)
+    styles = [span.style for span in content.spans if span.start <= at < span.end]
+    return kept + (Content(ELLIPSIS).stylize(styles[-1]) if styles else Content(ELLIPSIS))
 
 
 def first_fit(width: int, *forms: Content | str) -> Content:

@@ -25,7 +25,7 @@ def test_cells_counts_what_the_terminal_draws(text, width):
 def test_cap_cells_cuts_to_the_width_in_cells_not_characters():
     assert cap_cells("日本語テキスト", 7) == "日本語…"
     assert cells(cap_cells("日本語テキスト", 7)) == 7
-    assert cap_cells("日本語テキスト", 6) == "日本 …"  # 語 would straddle the cut
+    assert cap_cells("日本語テキスト", 6) == "日本…"  # 語 would straddle the cut: left out
     assert cap_cells("short", 10) == "short" and cap_cells("anything", 0) == ""
     # sanitize.cap counts characters: the same cut is 13 cells wide on screen.
     assert cap("日本語のテキストです", 7) == "日本語のテキ…"

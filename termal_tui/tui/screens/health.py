@@ -268,15 +268,13 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         channels.display = bool(lines)
         channels.update(
             Content("\n").join(
-                Content.assemble(*(Content.styled(t, style) for t, style in line)).truncate(
-                    room, ellipsis=True
-                )
+                fit(Content.assemble(*(Content.styled(t, style) for t, style in line)), room)
                 for line in lines
             )
         )
         heading = self.model.heading(room)
         title = Content.assemble(*(Content.styled(t, style) for t, style in heading))
-        self.query_one("#health-title", Static).update(title.truncate(room, ellipsis=True))
+        self.query_one("#health-title", Static).update(fit(title, room))
 
     def draw(self) -> None:
         """The status line, and the rows when the report (or the width) changed."""

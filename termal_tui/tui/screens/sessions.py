@@ -185,8 +185,9 @@ class SessionsScreen(Screen[str | None]):
             summary += f", {model.behind_count:,} behind"
         line = Content.assemble(Content.styled("Sessions · ", "bold"), state, Content(summary))
         traffic = Content.styled(f" · traffic over {SPARK_HOURS} h", DIM)
-        if line.cell_length + traffic.cell_length <= (self.size.width or 80) - 2:
-            line += traffic  # said where it fits; the bars speak for themselves
+        # the traffic note is said where it fits; the bars speak for themselves
+        if cells(line) + cells(traffic) <= (self.size.width or 80) - 2:
+            line += traffic
         problem = self._problem or ("" if status.live else status.reason)
         if problem:
             line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
