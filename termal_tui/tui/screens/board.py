@@ -90,7 +90,7 @@ class BoardHeader(Widget):
             parts.append(Content.styled(f" {self.refreshed}", MUTED))
         if self.detail:
             parts.append(Content.styled(f" · {self.detail}", MUTED))
-        head = Content.assemble(*parts)
+        head = fit(Content.assemble(*parts), self.size.width or 80)  # one line
         if not self.error:
             return head
         return Content("\n").join([head, Content.styled(visible_line(self.error, 300), "$error")])
@@ -461,7 +461,7 @@ class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
         shown = model.shown
         width = self._row_width()
         now = model.clock()
-        name, counts = model.keys_status(width, loading=loading)
+        name, counts = model.keys_status(loading=loading)
         name = cap_cells(name, max(12, width - cells(counts)))  # the counts stay whole
         self.query_one("#keys-status", Static).update(
             fit(

@@ -170,17 +170,23 @@ class ThreadHeader(Widget):
 
     def render(self) -> Content:
         label, style = self.STATES[self.state]
-        parts: list[Content | str] = [Content.styled(label, style)]
+        muted = "$foreground 65%"
+        state = Content.styled(label, style)
         if self.refreshed:
-            parts.append(Content.styled(f" {self.refreshed}", "$foreground 65%"))
+            state += Content.styled(f" {self.refreshed}", muted)
+        loaded = short = Content("")
         if self.latest:
-            parts.append(
-                Content.styled(
-                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$foreground 65%"
-                )
-            )
-        parts.append(Content.styled(f" · {self.mailbox}", "$foreground 65%"))
-        head = Content.assemble(*parts)
+            loaded = Content.styled(f" · {self.loaded:,} of latest #{self.latest:,} loaded", muted)
+            short = Content.styled(f" · {self.loaded:,}/{self.latest:,}", muted)
+        mailbox = Content.styled(f" · {self.mailbox}", muted)
+        # One line: narrower, the mailbox's short id goes, then the counts get shorter.
+        head = first_fit(
+            self.size.width or 80,
+            state + loaded + mailbox,
+            state + loaded,
+            state + short,
+            state,
+        )
         if not self.error:
             return head
         reason = Content.styled(visible_line(self.error, 300), "$error")
