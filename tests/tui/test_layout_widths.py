@@ -27,12 +27,13 @@ from termal_tui.board_view import PREVIEW_LINES
 from termal_tui.health import format_age
 from termal_tui.models import MailboxMessage, MailboxSummary
 from termal_tui.tui.cells import cells
-from termal_tui.tui.render import card, divider_line, message_row
+from termal_tui.tui.render import card, divider_line, gap_row, message_row
 from termal_tui.tui.screens.activity import ActivityScreen, EventList, event_line
 from termal_tui.tui.screens.board import BoardScreen, KeyList, ScopeList, key_row, scope_row
 from termal_tui.tui.screens.health import HealthScreen, finding_row
 from termal_tui.tui.screens.sessions import SessionList, SessionsScreen, session_line
-from termal_tui.tui.widgets.mailbox_view import MailboxView
+from termal_tui.tui.widgets.mailbox_view import MailboxView, hidden_marker
+from termal_tui.views.thread import Gap
 from tests.viewer_support import (
     FIXED_NOW,
     WIDE_NAMES,
@@ -257,6 +258,9 @@ def test_thread_rows_fit_every_width(seen):
             assert_ages_whole(lines_of(built)[0], width)
             yield built
         yield from (divider_line(p, width) for p in participants)
+        # an unloaded stretch of a million rows with the cursors inside it, and hidden rows
+        yield gap_row(Gap(newer=999_651, older=0), list(participants), width)
+        yield hidden_marker(74_990, 74_997, width)
 
     walk(collapsed, "rows")
     for width in WIDTHS:  # expanded: the body wraps (more lines when narrower), never wider
@@ -311,3 +315,20 @@ def test_board_rows_fit_every_width(seen):
     walk(build, "board", steady=False)
     for head in seen.heads:  # the key's line and at most the preview and a note
         assert all(len(lines_of(key_row(head, FIXED_NOW, w))) <= PREVIEW_LINES + 2 for w in WIDTHS)
+
+
+async def test_cards_follow_a_resize_both_ways(wide_db):
+    """Resized (narrower, wider, the scrollbar coming and going), the cards are laid out
+    again at the room their list has then: still two lines, none wider."""
+    app = app_for(wide_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        cards = app.query_one("#cards", OptionList)
+        scrollbars = set()
+        for size in ((60, 20), (97, 30), (45, 12), (200, 50), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await settle(app, pilot)
+            scrollbars.add(cards.show_vertical_scrollbar)
+            for lines in assert_rows_fit(cards, ("resized", size)):
+                assert len(lines) == 2 and lines[1].startswith("never woken · "), lines
+        assert scrollbars == {True, False}
