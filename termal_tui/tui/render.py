@@ -330,8 +330,8 @@ def message_row(
             Content.styled(" — ", base or "$foreground 65%"),
             fit(visible_line(rest), remaining, base),
         )
-    elif rest:  # no room for the rest: an ellipsis says there is more (one, if cut)
-        summary_line = first_fit(room, Content.styled(f"{title} …", base or "bold"), title_content)
+    elif rest:  # no room for the rest: one ellipsis says there is more (the title cut)
+        summary_line = fit(Content.styled(f"{title} …", base or "bold"), room)
     lines.append(Content("   ") + summary_line)
     if expanded:
         lines.extend(_details(message, envelope, body_lines, width))
