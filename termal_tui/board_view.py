@@ -9,6 +9,7 @@ a scope with no known name shows its id. Nothing here reads SQL or writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -69,14 +70,15 @@ class Cut(NamedTuple):
     hidden_chars: int
 
 
-def cut_value(text: str, max_lines: int, width: int) -> Cut:
-    """The first ``max_lines`` lines of ``text``, each at most ``width`` cells of
-    characters, and how much was left out (the whole value is one key press away)."""
+def cut_value(text: str, max_lines: int, width: int, cut: Callable[[str, int], str] = cap) -> Cut:
+    """The first ``max_lines`` lines of ``text``, each cut to ``width`` by ``cut`` (the
+    viewer cuts to terminal cells; by default characters), and how much was left out
+    (the whole value is one key press away)."""
     lines = text.split("\n")
     if len(lines) == max_lines + 1:
         max_lines += 1  # a note that one line is left out would take that line's place
     kept = lines[:max_lines]
-    shown = [cap(line, width) for line in kept]
+    shown = [cut(line, width) for line in kept]
     hidden_chars = sum(
         len(a) - len(b) + (1 if b.endswith("…") else 0) for a, b in zip(kept, shown, strict=True)
     )
@@ -107,17 +109,20 @@ def author_text(head: BoardHead, max_chars: int = 40) -> str:
     return name or visible_line(head.author_session_id, max_chars)
 
 
-def head_line(head: BoardHead, now: datetime, room: int | None = None) -> str:
+def head_line(
+    head: BoardHead, now: datetime, room: int | None = None, measure: Callable[[str], int] = len
+) -> str:
     """``rev 3 · gen 17 · planner · stamp abc · 5 min``: one key's facts after its name.
-    With ``room``, the facts that do not fit give way (the generation, then the stamp,
-    then the revision); who wrote it and how long ago stay."""
+    With ``room`` (in what ``measure`` counts: the viewer passes terminal cells), the
+    facts that do not fit give way (the generation, then the stamp, then the revision);
+    who wrote it and how long ago stay."""
     rev = f"rev {head.revision:,}"
     gen = f"gen {head.updated_at_generation:,}"
     stamp = f"stamp {visible_line(head.state_stamp, 32)}" if head.state_stamp is not None else ""
     who, age = author_text(head), age_text(head.updated_at, now)
     for parts in ((rev, gen, who, stamp, age), (rev, who, stamp, age), (rev, who, age), (who, age)):
         line = " · ".join(part for part in parts if part)
-        if room is None or len(line) <= room:
+        if room is None or measure(line) <= room:
             return line
     return line
 

@@ -4,12 +4,12 @@ lagging participants and the wake prompt (TermAl's rules). No textual/rich."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from termal_tui.formats import parse_timestamp, preview
 from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.sanitize import visible_line
+from termal_tui.sanitize import cap, visible_line
 
 __all__ = [
     "behind_words",
@@ -77,19 +77,24 @@ def lagging_participants(
     return [p for p in summary.participants if p.processed_through < top]
 
 
-def behind_words(summary: MailboxSummary, names: int = 2, name_chars: int = 14) -> str:
+def behind_words(
+    summary: MailboxSummary,
+    names: int = 2,
+    name_chars: int = 14,
+    shorten: Callable[[str], str] | None = None,
+) -> str:
     """Who is behind, most unread first: ``backend 22 · planner 10`` (at most ``names``
     named, then ``+N more``); "" when no participant's unread rows were counted (a
-    session's view counts only its own)."""
+    session's view counts only its own). ``shorten``: how a visible name is cut (the
+    viewer cuts to terminal cells); by default to ``name_chars`` characters."""
     behind = sorted(
         (p for p in summary.participants if p.unread_count > 0),
         key=lambda p: (-p.unread_count, p.display_name.casefold(), p.session_id),
     )
     if not behind:
         return ""
-    words = [
-        f"{visible_line(p.display_name, name_chars)} {p.unread_count:,}" for p in behind[:names]
-    ]
+    cut = shorten or (lambda name: cap(name, name_chars))
+    words = [f"{cut(visible_line(p.display_name))} {p.unread_count:,}" for p in behind[:names]]
     if len(behind) > names:
         words.append(f"+{len(behind) - names} more")
     return " · ".join(words)

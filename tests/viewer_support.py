@@ -193,3 +193,102 @@ async def many_mailboxes(path: Path, count: int) -> Path:
     with contextlib.closing(sqlite3.connect(path)) as db:
         fill_pair_mailboxes(db, count, name="agent-{n}", body="Message {seq} in mailbox {n}.")
     return path
+
+
+# Names that are wide on screen, or not what they look like: CJK (two cells a character),
+# Korean, emoji (a joined sequence is two cells), combining marks (no cell), a long ASCII
+# name, and control and bidi characters (drawn as stand-ins: ␇, ⟨RLO⟩).
+WIDE_NAMES = {
+    "s-cjk": "計画担当エージェント",
+    "s-kana": "レビュー担当者",
+    "s-emoji": "👩\u200d💻開発者🚀",
+    "s-marks": "re\u0301viewer-e\u0301te\u0301",
+    "s-long": "a-very-long-ascii-agent-name-that-goes-on",
+    "s-evil": "evil\u202egnp.exe\x07",
+    "s-korean": "데이터-분석가",
+    "s-plain": "planner",
+}
+WIDE_BODIES = (
+    "計画の第{n}段階を完了しました。次はレビューをお願いします。",
+    "Step {n}: 👩\u200d💻 deployed 🚀 the build; waiting for the go-ahead from review.",
+    "Plain words only, step {n}, but long enough to be cut at any narrow width at all.",
+    "Control characters \x1b[31m red \u202e reversed \x07 bell, step {n}.",
+)
+
+
+async def wide_names_database(path: Path, mailboxes: int = 14, now: datetime = FIXED_NOW) -> Path:
+    """``mailboxes`` two-agent mailboxes between :data:`WIDE_NAMES`, written through the
+    store's writer: the older ones last written 335 days before ``now`` (``335 d ago``),
+    the newest minutes before it; every row unread by its receiver and never woken (a
+    health finding: cards carry their reason line)."""
+    from datetime import timedelta
+    from itertools import combinations, count
+
+    stamps = count()
+    base = now - timedelta(days=335, hours=2)
+
+    def clock() -> datetime:
+        step = next(stamps)
+        # the first half of the rows 335 days old, the rest minutes old
+        return (
+            base + timedelta(seconds=step)
+            if step < mailboxes
+            else now - timedelta(minutes=3 * mailboxes - step)
+        )
+
+    pairs = list(combinations(WIDE_NAMES, 2))[:mailboxes]
+    ids = (f"00000000-0000-4000-8000-{n:012d}" for n in count(1))
+    async with open_writer(path, clock=clock, new_id=lambda: next(ids)) as writer:
+        for n, (sender, target) in enumerate(pairs):
+            for turn in range(2):
+                who, whom = (sender, target) if turn == 0 else (target, sender)
+                await writer.append(
+                    sender_session_id=who,
+                    sender_name=WIDE_NAMES[who],
+                    target_session_id=whom,
+                    target_name=WIDE_NAMES[whom],
+                    body=WIDE_BODIES[(n + turn) % len(WIDE_BODIES)].format(n=n),
+                    idempotency_key=f"wide-{n}-{turn}",
+                )
+    await _wide_board(path, base, now)
+    return path
+
+
+WIDE_SCOPE = "project-wide-names"
+
+
+async def _wide_board(path: Path, old: datetime, now: datetime) -> None:
+    """A board project with wide authors and values and a long key (keys are ASCII by
+    the board's grammar): one key written at ``old``
+    (``335 d ago``), the others minutes before ``now``, one of them deleted."""
+    from datetime import timedelta
+
+    from termal_tui.store.board.writer import open_board_writer
+
+    stamps = iter([old, *(now - timedelta(minutes=30 - step) for step in range(20))])
+    keys = [
+        ("plan.state", {"段階": "レビュー待ち", "担当": "計画担当エージェント" * 4}, "s-cjk"),
+        ("deploy.status", {"note": "🚀 deployed, 👩\u200d💻 watching " * 5}, "s-emoji"),
+        ("a-very-long-key.name-that-goes.on-and-on.and-on-and.on", list(range(30)), "s-long"),
+        ("hostile.text", {"note": "red \x1b[31mX \u202eevil"}, "s-evil"),
+    ]
+    async with open_board_writer(path, clock=lambda: next(stamps)) as board:
+        for index, (key, value, author) in enumerate(keys):
+            await board.set(
+                WIDE_SCOPE,
+                key,
+                expected_revision=0,
+                author_session_id=author,
+                author_name=WIDE_NAMES[author],
+                idempotency_key=f"wide-board-{index}",
+                value=value,
+            )
+        await board.set(
+            WIDE_SCOPE,
+            keys[3][0],
+            expected_revision=1,
+            author_session_id="s-korean",
+            author_name=WIDE_NAMES["s-korean"],
+            idempotency_key="wide-board-delete",
+            delete=True,
+        )

@@ -32,6 +32,7 @@ from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import MailboxReader
+from termal_tui.tui.cells import cap_cells
 from termal_tui.tui.messages import (
     CloseRequested,
     LiveChanged,
@@ -57,7 +58,7 @@ DEFAULT_POLL_SECONDS: Final = 8.0
 MAX_CONFIG_SHOWN: Final = 5  # config problems listed in the one notification
 # A viewer never waits long for a lock: it shows Stale and tries again soon.
 READER_BUSY_TIMEOUT_MS = 250
-TAB_TITLE_CHARS: Final = 28
+TAB_TITLE_CELLS: Final = 28  # a tab's title, cut with … (a CJK character takes two)
 
 
 def _mailbox_commands() -> type[Provider]:
@@ -340,8 +341,8 @@ class MailboxApp(App[None]):
     def _tab_title(self, mailbox_id: str) -> Content:
         for summary in self.summaries:
             if summary.id == mailbox_id:
-                return Content(visible_line(summary_title(summary), TAB_TITLE_CHARS))
-        return Content(visible_line(mailbox_id.removeprefix("mailbox-")[:8], TAB_TITLE_CHARS))
+                return Content(cap_cells(visible_line(summary_title(summary)), TAB_TITLE_CELLS))
+        return Content(visible_line(mailbox_id.removeprefix("mailbox-")[:8]))
 
     def _label_tab(self, mailbox_id: str, title: str) -> None:
         pane_id = self._panes.get(mailbox_id)
@@ -349,7 +350,7 @@ class MailboxApp(App[None]):
             return
         with contextlib.suppress(NoMatches):  # closed meanwhile
             tab = self.query_one("#tabs", TabbedContent).get_tab(pane_id)
-            tab.label = Content(visible_line(title, TAB_TITLE_CHARS))
+            tab.label = Content(cap_cells(visible_line(title), TAB_TITLE_CELLS))
         self.call_after_refresh(self._tab_in_view)
 
     @on(TitleKnown)

@@ -23,6 +23,7 @@ from termal_tui.presentation import (
     summary_title,
 )
 from termal_tui.sanitize import cap_lines, visible, visible_line
+from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, pad_cells, wrap_cells
 from termal_tui.vocabulary import (
     absolute_time,
     outcome_words,
@@ -62,12 +63,14 @@ def card(
     now: datetime | None = None,
     age: str | None = None,
 ) -> Content:
-    """A compact two-line notification card for the mailbox index (``problem``: a short
-    word from the health check, shown as a marker; ``now``: ages are relative to it;
-    ``age``: the age text already worked out, see :class:`~termal_tui.vocabulary.Ages`).
-    The badge says who is behind (``● backend 22 · planner 10 unread``). The first line
-    never wraps: the short id gives way first, then who is behind (the total stays),
-    then the age, then the names."""
+    """A compact two-line notification card for the mailbox index, in ``width`` cells
+    (``problem``: a short word from the health check, shown as a marker and leading the
+    second line; ``now``: ages are relative to it; ``age``: the age text already worked
+    out, see :class:`~termal_tui.vocabulary.Ages`). The badge says who is behind
+    (``● backend 22 · planner 10 unread``). Two lines at every width, neither wider than
+    ``width`` cells (wide characters count two): on the first the short id gives way
+    first, then who is behind (the total stays), then the age (whole: never ``335 d``
+    without ``ago``), then the names are cut; the second keeps the problem's word."""
     when = age or ""
     if summary.latest_message_at and age is None:
         when = (
@@ -75,20 +78,21 @@ def card(
             if now is not None
             else format_time(summary.latest_message_at)
         )
-    room = max(10, width - 1)
+    room = max(10, width)
     title = visible_line(summary_title(summary))
-    behind = behind_words(summary) if summary.unread_count else ""
-    full_meta = "  " + " · ".join(
-        part
-        for part in (f"#{latest_shown(summary):,}", visible_line(when), short_id(summary.id))
-        if part
+    behind = (
+        behind_words(summary, shorten=lambda name: cap_cells(name, 14))
+        if summary.unread_count
+        else ""
     )
     number = f"#{latest_shown(summary):,}"
+    when = visible_line(when)
+    full_meta = "  " + " · ".join(part for part in (number, when, short_id(summary.id)) if part)
     number_meta = f"  {number}"
-    aged_meta = f"  {number} · {visible_line(when)}" if when else number_meta
-    wanted = min(len(title), 16)
+    aged_meta = f"  {number} · {when}" if when else number_meta
+    wanted = min(cells(title), 16)
     # Narrower: the short id goes first, then who is behind (the total stays), then
-    # the age; the names keep at least 16 cells.
+    # the age; the names keep at least 16 cells while they can.
     choices = [
         (behind, full_meta),
         (behind, aged_meta),
@@ -97,20 +101,19 @@ def card(
     ]
     for named, meta_text in choices:
         badge = _badge(summary, problem, named)
-        names_room = room - len(badge.plain) - 2 - len(meta_text)
+        names_room = room - cells(badge) - 2 - cells(meta_text)
         if names_room >= wanted:
             break
     meta = Content.styled(meta_text, "$foreground 65%")
-    head = Content.assemble(badge, "  ", line(title, "bold", max(6, min(60, names_room))), meta)
-    preview_text = (
+    names = fit(title, min(60, max(1, names_room)), "bold")
+    head = fit(Content.assemble(badge, "  ", names, meta), room)
+    preview_text = visible_line(
         summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence:,}"
     )
     if not problem:
-        return Content("\n").join([head, line(preview_text, "", room)])
-    tag = f"{problem} · "
-    second = Content.assemble(
-        Content.styled(tag, "bold $error"), line(preview_text, "", max(10, room - len(tag)))
-    )
+        return Content("\n").join([head, fit(preview_text, room)])
+    tag = Content.styled(f"{problem} · ", "bold $error")
+    second = fit(Content.assemble(tag, preview_text), room)
     return Content("\n").join([head, second])
 
 
@@ -136,7 +139,7 @@ def participant_chip(
     chip = Content.assemble(
         Content.styled(glyph, style),
         " ",
-        line(participant.display_name, "bold", 30),
+        Content.styled(cap_cells(visible_line(participant.display_name), 30), "bold"),
         f" {min(participant.processed_through, latest):,}/{latest:,}",
     )
     if participant.departed:
@@ -161,34 +164,42 @@ def participants_bar(
     )
 
 
-def divider_line(participant: MailboxParticipant) -> Content:
+def divider_line(participant: MailboxParticipant, width: int = 118) -> Content:
+    """``──── planner has processed to here (#120) ────`` in ``width`` cells: narrower,
+    the rules go, then the name is cut (the number stays)."""
     departed = " (departed)" if participant.departed else ""
-    label = (
-        f"{visible_line(participant.display_name, 40)}{departed} has processed to here "
-        f"(#{participant.processed_through:,})"
+    name = visible_line(participant.display_name)
+    number = f"(#{participant.processed_through:,})"
+    words = f"has processed to here {number}"
+    name_room = max(4, width - cells(departed) - cells(words) - 1)
+    label = f"{cap_cells(name, min(40, name_room))}{departed} {words}"
+    return first_fit(
+        width,
+        Content.styled(f"──── {label} ────", "bold $accent"),
+        Content.styled(f"── {label}", "bold $accent"),
+        Content.styled(label, "bold $accent"),
     )
-    return Content.styled(f"──── {label} ────", "bold $accent")
 
 
-def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # type: ignore[assignment]
+def gap_row(gap: Gap, dividers: list[MailboxParticipant] = (), width: int = 118) -> Content:  # type: ignore[assignment]
     """The unloaded rows, split where a cursor inside them stands (``gap_parts``): a
-    divider is drawn between the rows newer than the cursor and those at or below it."""
+    divider is drawn between the rows newer than the cursor and those at or below it.
+    Narrower, the hint goes, then the range (the count stays)."""
     lines: list[Content] = []
     hint = " — enter to load"  # on the newest unloaded rows: enter reads from there down
     from termal_tui.views.thread import Gap, gap_parts  # the model loads with a tab
 
     for part in gap_parts(gap, dividers):
         if isinstance(part, Gap):
+            count = f"  … up to {part.at_most:,} rows not loaded"
+            span = f" (#{part.older + 1:,}–#{part.newer - 1:,})"
+            forms = [count + span + hint, count + span, count] if hint else [count + span, count]
             lines.append(
-                Content.styled(
-                    f"  … up to {part.at_most:,} rows not loaded "
-                    f"(#{part.older + 1:,}–#{part.newer - 1:,}){hint}",
-                    "italic $accent",
-                )
+                first_fit(width, *(Content.styled(form, "italic $accent") for form in forms))
             )
             hint = ""
         else:
-            lines.append(divider_line(part))
+            lines.append(divider_line(part, width))
     return Content("\n").join(lines)
 
 
@@ -196,13 +207,17 @@ def start_marker() -> Content:
     return Content.styled("  — start of mailbox —", "$foreground 65%")
 
 
-def unreadable_row(message: MailboxMessage) -> Content:
-    """A row another program wrote that cannot be shown as a message, marked in its place."""
+def unreadable_row(message: MailboxMessage, width: int = 118) -> Content:
+    """A row another program wrote that cannot be shown as a message, marked in its place
+    (one line of ``width`` cells: the reason is cut)."""
     where = f"#{message.sequence:,}" if message.sequence >= 0 else "without a sequence"
-    return Content.assemble(
-        Content.styled(f"⚠ unreadable row {where}", "bold $error"),
-        "  ",
-        line(f"({message.unreadable})", "$error", 160),
+    return fit(
+        Content.assemble(
+            Content.styled(f"⚠ unreadable row {where}", "bold $error"),
+            "  ",
+            line(f"({message.unreadable})", "$error", 160),
+        ),
+        width,
     )
 
 
@@ -257,9 +272,9 @@ def message_row(
     filling ``width``, and when expanded the wake diagnostics and the body. ``now``:
     the head says how long ago it was sent (``3 min ago``). No line is wider than
     ``width``: names give way first, then the time; ``● Unread`` stays whole."""
-    lines = [divider_line(p) for p in dividers]
+    lines = [divider_line(p, width) for p in dividers]
     if message.unreadable:
-        lines.append(unreadable_row(message))
+        lines.append(unreadable_row(message, width))
         return Content("\n").join(lines)
     if processed is None:
         processed = is_processed(message, summary.participants)
@@ -276,23 +291,25 @@ def message_row(
     else:
         when = format_time(message.created_at)
     number = f"{marker} #{message.sequence:,}"
-    fixed = len(number) + 2 + 3 + 2 + len(status.plain)
+    sender, target = visible_line(message.sender_name), visible_line(message.target_name)
+    # Narrower: the names are cut (each to its half), then the time goes (whole).
+    fixed = cells(number) + 2 + 3 + 2 + cells(status)
     names = 24
-    if fixed + 2 * names + len(when) + 2 > width:
-        names = max(4, (width - fixed - len(when) - 2) // 2)
-    if fixed + 2 * names + len(when) + 2 > width:  # still too narrow: the time goes
+    if fixed + 2 * names + cells(when) + 2 > width:
+        names = max(4, (width - fixed - cells(when) - 2) // 2)
+    if fixed + 2 * names + cells(when) + 2 > width:  # still too narrow: the time goes
         when = ""
         names = max(4, (width - fixed) // 2)
     head: list[Content | str] = [
         Content.styled(number, base or "bold"),
         "  ",
-        line(message.sender_name, base, names),
+        fit(sender, names, base),
         Content.styled(" → ", base),
-        line(message.target_name, base, names),
+        fit(target, names, base),
     ]
     if when:
-        head += ["  ", line(when, base or "$foreground 65%")]
-    lines.append(Content.assemble(*head, "  ", status))
+        head += ["  ", fit(visible_line(when), width, base or "$foreground 65%")]
+    lines.append(fit(Content.assemble(*head, "  ", status), width))
     envelope = review_envelope(message)
     room = max(10, width - 4)
     if envelope is not None:
@@ -303,17 +320,18 @@ def message_row(
         rest = preview(message.body)  # one line of the body after the title
         if rest.startswith(title):
             rest = rest[len(title) :].lstrip()
-    title_content = line(title, base or "bold", room)
+    title = visible_line(title)
+    title_content = fit(title, room, base or "bold")
     summary_line = title_content
-    remaining = room - len(title_content.plain) - 3
+    remaining = room - cells(title_content) - 3
     if rest and remaining > 8:
         summary_line = Content.assemble(
             title_content,
             Content.styled(" — ", base or "$foreground 65%"),
-            line(rest, base, remaining),
+            fit(visible_line(rest), remaining, base),
         )
-    elif rest:  # no room for the rest: an ellipsis says there is more
-        summary_line = line(f"{title} …", base or "bold", room)
+    elif rest:  # no room for the rest: one ellipsis says there is more (the title cut)
+        summary_line = fit(Content.styled(f"{title} …", base or "bold"), room)
     lines.append(Content("   ") + summary_line)
     if expanded:
         lines.extend(_details(message, envelope, body_lines, width))
@@ -327,14 +345,7 @@ BODY_INDENT: Final = 5
 def wrap_under(text: str, room: int) -> list[str]:
     """``text`` in lines of at most ``room`` cells, at spaces where it can (the caller
     indents every piece alike, so a continuation starts under the text)."""
-    import textwrap
-
-    if len(text) <= room:
-        return [text]
-    pieces = textwrap.wrap(
-        text, room, expand_tabs=False, replace_whitespace=False, drop_whitespace=True
-    )
-    return pieces or [""]
+    return wrap_cells(text, room) or [""]
 
 
 def _details(
@@ -361,8 +372,13 @@ def _details(
     if envelope is not None:
         out.append(Content.styled("   Review result", "$foreground 65%"))
         head, *rest = review_lines(envelope)
-        out.append(Content("     ") + line(head, "bold", 300))
-        out.extend(Content("     ") + line(text, "", 300) for text in rest)
+        room = max(10, width - BODY_INDENT)
+        for index, text in enumerate([head, *rest]):
+            style = "bold" if index == 0 else ""
+            out.extend(
+                Content(" " * BODY_INDENT) + Content.styled(piece, style)
+                for piece in wrap_under(visible_line(text, 300), room)
+            )
         return out
     body, hidden = cap_lines(visible(message.body), max(3, body_lines))
     out.append(Content.styled("   Body", "$foreground 65%"))
@@ -386,6 +402,6 @@ def _detail(name: str, value: str, width: int) -> Content:
     """``   Label            value``; a value longer than the row wraps under its own
     text (column 20), not under the label."""
     pieces = wrap_under(visible_line(value, 400), max(10, width - LABEL_CELLS))
-    label = Content.styled(f"   {name:<17}", "$foreground 65%")
+    label = Content.styled(f"   {pad_cells(name, 17)}", "$foreground 65%")
     rest = [Content(" " * LABEL_CELLS + piece) for piece in pieces[1:]]
     return Content("\n").join([Content.assemble(label, pieces[0]), *rest])

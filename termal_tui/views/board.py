@@ -208,9 +208,10 @@ class BoardView:
             return scope_title(scope, self.names)
         return visible_line(self.scope_id or "", 60)
 
-    def keys_status(self, width: int, *, loading: bool = False) -> tuple[str, str]:
-        """The line above the keys: the project's name (what the counts leave of the
-        line) and ``· 6 keys · 1 tombstone hidden (t)``; empty with no project."""
+    def keys_status(self, *, loading: bool = False) -> tuple[str, str]:
+        """The line above the keys: the project's name and ``· 6 keys · 1 tombstone
+        hidden (t)``; empty with no project. The viewer cuts the name to what the counts
+        leave of the line (in terminal cells)."""
         scope = self.scope
         if scope is None:
             return ("", "")
@@ -219,7 +220,7 @@ class BoardView:
         toggle = f" · {counted(tombstones, 'tombstone')} {word} (t)" if tombstones else ""
         reading = " · reading…" if loading else ""
         live = len(self.heads) - tombstones
-        name = cap(scope_title(scope, self.names), max(24, (width or 80) - 44))
+        name = scope_title(scope, self.names)
         return (name, f" · {counted(live, 'key')}{toggle}{reading}")
 
     def drawn(self, now: datetime | None = None) -> None:

@@ -119,8 +119,12 @@ class HealthView:
         monotonic: Callable[[], float] = time.monotonic,
         live: bool = True,
         file_name: str = "",
+        measure: Callable[[str], int] = len,
     ) -> None:
         self.thresholds = thresholds or Thresholds()
+        # How wide a text is on screen: the viewer passes its one measure in terminal
+        # cells (``tui.cells.cells``: a CJK character takes two); headless, characters.
+        self.measure = measure
         self.clock = clock or _wall
         self.monotonic = monotonic
         self.live = live  # False: paused (interval 0) or a snapshot; no passes of its own
@@ -240,7 +244,7 @@ class HealthView:
             " · stuck hand-offs, worst first",
             "",
         ):
-            if len("Delivery health") + len(tail) <= room:
+            if self.measure("Delivery health") + self.measure(tail) <= room:
                 break
         return (
             [("Delivery health", "bold"), (tail, MUTED)] if tail else [("Delivery health", "bold")]
@@ -279,7 +283,7 @@ class HealthView:
             mailboxes = counted(report.mailboxes, "mailbox", "mailboxes")
             said = f" · ✓ Nothing is stuck: {mailboxes}, {report.unread:,} unread"
             for words in (f"{said}, every unread row is recent or on its way.", f"{said}."):
-                if len(state[0]) + len(words) + len(CHECKING) <= room:
+                if self.measure(state[0]) + self.measure(words) + self.measure(CHECKING) <= room:
                     break
             else:
                 words = " · ✓ Nothing is stuck."
@@ -293,11 +297,19 @@ class HealthView:
         )
         words = choices[-1]
         for words in choices:
-            if len(state[0]) + len(words) <= room - len(CHECKING):  # room for "checking…"
+            if self.measure(state[0]) + self.measure(words) <= room - self.measure(
+                CHECKING
+            ):  # room for "checking…"
                 break
         line = [state, (words, "bold $warning")]
         hint = " · enter opens the first affected message"
-        if len(state[0]) + len(words) + len(hint) + len(CHECKING) <= room:
+        if (
+            self.measure(state[0])
+            + self.measure(words)
+            + self.measure(hint)
+            + self.measure(CHECKING)
+            <= room
+        ):
             line.append((hint, MUTED))
         return line + checking
 
@@ -313,37 +325,44 @@ class HealthView:
         if not self.channels:
             return [[(label, "bold"), ("no session is registered", MUTED)]]
         room = max(20, room)
-        indent = " " * len(label)
+        indent = " " * self.measure(label)
         total = len(self.channels)
         lines: list[list[Segment]] = []
         line: list[Segment] = [(label, "bold")]
-        used = len(label)
+        used = self.measure(label)
         for index, channel in enumerate(self.channels):
             text = channel.text()
             style = "" if channel.held else "$warning"
             sep = " · " if len(line) > 1 else ""
-            if len(line) > 1 and used + len(sep) + len(text) > room:
+            if len(line) > 1 and used + self.measure(sep) + self.measure(text) > room:
                 if len(lines) == most - 1:  # no line left: say how many are not shown
                     return [*lines, self._cut_with_more(line, used, room, total - index)]
                 lines.append(line)
-                line, used, sep = [(indent, "")], len(indent), ""
-            if used + len(sep) + len(text) > room:  # alone on its line and still too long
-                text = text[: max(1, room - used - len(sep) - 1)] + "…"
+                line, used, sep = [(indent, "")], self.measure(indent), ""
+            if (
+                used + self.measure(sep) + self.measure(text) > room
+            ):  # alone on its line and still too long
+                text = self._cut(text, max(1, room - used - self.measure(sep)))
             line += [(sep, MUTED), (text, style)] if sep else [(text, style)]
-            used += len(sep) + len(text)
+            used += self.measure(sep) + self.measure(text)
         return [*lines, line]
 
-    @staticmethod
-    def _cut_with_more(line: list[Segment], used: int, room: int, left: int) -> list[Segment]:
+    def _cut(self, text: str, room: int) -> str:
+        """``text`` cut to ``room`` (by :attr:`measure`), ending in ``…``."""
+        while text and self.measure(text + "…") > room:
+            text = text[:-1]
+        return text + "…"
+
+    def _cut_with_more(self, line: list[Segment], used: int, room: int, left: int) -> list[Segment]:
         """``line`` ending in ``… and N more sessions``, sessions dropped from its end
         (counted into N) until that fits (the line's first session always stays)."""
         while True:
             tail = f" · … and {counted(left, 'more session')}"
-            if used + len(tail) <= room or len(line) <= 2:
+            if used + self.measure(tail) <= room or len(line) <= 2:
                 return [*line, (tail, MUTED)]
             sep, text = line[-2], line[-1]
             line = line[:-2]
-            used -= len(sep[0]) + len(text[0])
+            used -= self.measure(sep[0]) + self.measure(text[0])
             left += 1
 
     def more_line(self) -> str:

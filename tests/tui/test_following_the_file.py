@@ -580,7 +580,8 @@ async def test_the_first_page_is_rendered_once_at_the_real_width(demo, monkeypat
             await open_tab(app, pilot, "planner", "backend")
         view = app.active_view()
         assert view is not None and len(view.messages) == 50
-        real = view.thread.size.width - 5
+        thread = view.thread  # its content less the scrollbar and the option padding
+        real = thread.size.width - thread.styles.scrollbar_size_vertical - 2
         assert real > 20
         assert widths and set(widths) == {real}, sorted(set(widths))
         assert len(widths) == 50  # each row of the first page, once

@@ -13,6 +13,7 @@ from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp
+from termal_tui.tui.cells import cells
 from termal_tui.tui.render import card
 from termal_tui.tui.screens.body import BodyScreen
 from termal_tui.tui.screens.help import HelpScreen
@@ -141,7 +142,7 @@ def test_cards_say_how_long_ago_and_keep_the_short_id_on_their_first_line():
     now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     for width in (75, 55):
         first, second = card(summary, width, "never woken", now).plain.split("\n")
-        assert len(first) <= width - 1
+        assert cells(first) <= width  # no line wider than its width in cells
         assert "#1,221 · 3 min ago" in first  # the age stays (a monitor reads it)
         # At 80 columns the short id stays too; narrower, it gives way first.
         assert first.endswith("3fcb1a2e") == (width == 75)

@@ -59,11 +59,11 @@ async def test_a_first_refresh_reads_projects_names_and_the_first_project_s_keys
     assert board.header.state == "live" and board.header.refreshed == "12:00:00"
     assert board.header.detail == "3 projects · coordination.sqlite"
     assert "scratch.tmp" not in [h.key for h in board.shown]  # a tombstone: hidden
-    assert board.keys_status(120) == ("termal-tui", " · 6 keys · 1 tombstone hidden (t)")
+    assert board.keys_status() == ("termal-tui", " · 6 keys · 1 tombstone hidden (t)")
     assert board.can_toggle()
     board.toggle_tombstones()
     assert "scratch.tmp" in [h.key for h in board.shown]
-    assert board.keys_status(120)[1] == " · 6 keys · 1 tombstone shown (t)"
+    assert board.keys_status()[1] == " · 6 keys · 1 tombstone shown (t)"
 
 
 async def test_idle_refreshes_read_only_the_generations_and_a_write_reads_the_keys(board_db):
@@ -116,7 +116,7 @@ async def test_choosing_a_project_reads_its_keys_and_a_late_answer_is_dropped(bo
         await board.refresh(reader)
         assert await board.choose(reader, P2)
         assert [h.key for h in board.shown] == ["docs.toc"]
-        assert board.keys_status(120)[0] == "docs-site"
+        assert board.keys_status()[0] == "docs-site"
 
         class Racing:
             async def generation(self, scope_id: str) -> int:

@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
+from termal_tui.tui.cells import center_cells, fit, option_room
 from termal_tui.tui.messages import LiveChanged
 from termal_tui.tui.screens.live_list import LiveListScreen
 from termal_tui.views.activity import (
@@ -69,10 +70,7 @@ def event_line(
         tail.append(Content(f" · {words.detail}"))
     if words.observed:
         tail.append(Content.styled(" (seen)", "italic " + DIM))
-    line = Content.assemble(head, *tail)
-    if line.cell_length > width:
-        line = line.truncate(width, ellipsis=True)
-    return line
+    return fit(Content.assemble(head, *tail), width)
 
 
 class EventList(OptionList):
@@ -204,8 +202,7 @@ class ActivityScreen(LiveListScreen[Jump | None]):
         now = self.source.clock.now()
         titles = self.model.mailbox_titles()
         # The list less its scrollbar (counted whether or not it shows yet) and padding.
-        outer = events_list.size.width or (self.size.width or 80)
-        width = max(20, outer - events_list.styles.scrollbar_size_vertical - 2)
+        width = max(20, option_room(events_list, self))
         options: list[Option] = []
         divider_at = None
         for index, event in enumerate(shown):
@@ -218,7 +215,7 @@ class ActivityScreen(LiveListScreen[Jump | None]):
             options.insert(
                 divider_at,
                 Option(
-                    Content.styled("── seen before ──".center(width, " "), DIM),
+                    Content.styled(center_cells("── seen before ──", width), DIM),
                     id="divider",
                     disabled=True,
                 ),

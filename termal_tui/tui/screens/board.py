@@ -47,6 +47,7 @@ from termal_tui.board_view import (
 )
 from termal_tui.sanitize import cap, visible_line
 from termal_tui.store.board.records import BoardHead, BoardScope
+from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, option_room
 from termal_tui.tui.messages import LiveChanged, ReadFailed, WorkerFailures, follow_live
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
@@ -89,7 +90,7 @@ class BoardHeader(Widget):
             parts.append(Content.styled(f" {self.refreshed}", MUTED))
         if self.detail:
             parts.append(Content.styled(f" · {self.detail}", MUTED))
-        head = Content.assemble(*parts)
+        head = fit(Content.assemble(*parts), self.size.width or 80)  # one line
         if not self.error:
             return head
         return Content("\n").join([head, Content.styled(visible_line(self.error, 300), "$error")])
@@ -102,35 +103,50 @@ def scope_row(scope: BoardScope, names: dict[str, str], width: int) -> Content:
     """One line: the project's name (or id), its counts, and its id when it fits."""
     counts = f"  {scope_counts(scope)}"
     # One line at any width: a long name (or a bare id) gives way to its counts.
-    title = cap(scope_title(scope, names), max(12, width - len(counts)))
-    counts = cap(counts, max(0, width - len(title)))
+    title = cap_cells(scope_title(scope, names), max(12, width - cells(counts)))
     parts = [Content.styled(title, "bold"), Content.styled(counts, MUTED)]
-    scope_id = f"  {visible_line(scope.scope_id, 60)}"
-    if scope.scope_id in names and len(title) + len(counts) + len(scope_id) <= width:
-        parts.append(Content.styled(scope_id, "$foreground 45%"))
-    return Content.assemble(*parts)
+    scope_id = Content.styled(f"  {visible_line(scope.scope_id, 60)}", "$foreground 45%")
+    if scope.scope_id in names:
+        return first_fit(width, Content.assemble(*parts, scope_id), Content.assemble(*parts))
+    return fit(Content.assemble(*parts), width)
 
 
 def key_row(head: BoardHead, now: datetime, width: int) -> Content:
-    """Two or more lines: the key and its facts, then the value cut to a few lines."""
-    key = visible_line(head.key, max(20, width // 2))
-    facts = head_line(head, now, max(0, width - len(key) - 2 - (12 if head.deleted else 0)))
+    """Two or more lines: the key and its facts, then the value cut to a few lines. No
+    line is wider than ``width`` cells; the facts give way (``head_line``), then the
+    author is cut: the age stays whole."""
+    key = cap_cells(visible_line(head.key), max(20, width // 2))
+    mark = f"✕ {key}" if head.deleted else key
+    lead = "  deleted · " if head.deleted else "  "
+    room = max(0, width - cells(mark) - cells(lead))
+    facts = head_line(head, now, room, measure=cells)
+    if cells(facts) > room:  # who and when: the author is cut, the age stays whole
+        age = age_text(head.updated_at, now)
+        facts = f"{cap_cells(author_text(head), max(1, room - cells(age) - 3))} · {age}"
     if head.deleted:  # the first line never wraps: the facts end in … when cut
-        mark = f"✕ {key}"
-        return Content.assemble(
-            Content.styled(mark, "$text-muted strike"),
-            Content.styled(cap(f"  deleted · {facts}", max(0, width - len(mark))), "$text-muted"),
+        return fit(
+            Content.assemble(
+                Content.styled(mark, "$text-muted strike"),
+                Content.styled(f"{lead}{facts}", "$text-muted"),
+            ),
+            width,
         )
-    first = Content.assemble(
-        Content.styled(key, "bold"),
-        Content.styled(cap(f"  {facts}", max(0, width - len(key))), MUTED),
+    first = fit(
+        Content.assemble(Content.styled(key, "bold"), Content.styled(f"{lead}{facts}", MUTED)),
+        width,
     )
-    cut = cut_value(value_text(head), PREVIEW_LINES, max(10, width - 2))
+    cut = cut_value(value_text(head), PREVIEW_LINES, max(10, width - 2), cut=cap_cells)
     lines = [first, *(Content("  " + line) for line in cut.text.split("\n"))]
     if cut.hidden_lines or cut.hidden_chars:
         noun = "line" if cut.hidden_lines == 1 else "lines"
         more = f"  … {cut.hidden_lines:,} more {noun}" if cut.hidden_lines else "  … cut"
-        lines.append(Content.styled(f"{more} · enter shows the whole value", MUTED))
+        lines.append(
+            first_fit(
+                width,
+                Content.styled(f"{more} · enter shows the whole value", MUTED),
+                Content.styled(more, MUTED),
+            )
+        )
     return Content("\n").join(lines)
 
 
@@ -414,7 +430,7 @@ class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
         scopes, selected = model.scopes, model.scope_id
         self.set_class(model.empty, "-empty")
         listing = self.query_one("#scopes", ScopeList)
-        width = max(20, (listing.size.width or self.size.width or 80) - 3)
+        width = max(20, option_room(listing, self))
         options = [
             Option(scope_row(s, model.names, width), id=f"scope-{i}") for i, s in enumerate(scopes)
         ]
@@ -425,8 +441,7 @@ class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
                 listing.highlighted = ids.index(selected)
 
     def _row_width(self) -> int:
-        width = self.query_one("#keys", KeyList).size.width or self.size.width or 80
-        return max(20, width - 5)
+        return max(20, option_room(self.query_one("#keys", KeyList), self))
 
     def _redraw_ages(self) -> None:
         """Only the rows whose age now reads differently."""
@@ -446,9 +461,12 @@ class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
         shown = model.shown
         width = self._row_width()
         now = model.clock()
-        name, counts = model.keys_status(width, loading=loading)
+        name, counts = model.keys_status(loading=loading)
+        name = cap_cells(name, max(12, width - cells(counts)))  # the counts stay whole
         self.query_one("#keys-status", Static).update(
-            Content.assemble(Content.styled(name, "bold"), Content.styled(counts, MUTED))
+            fit(
+                Content.assemble(Content.styled(name, "bold"), Content.styled(counts, MUTED)), width
+            )
             if name or counts
             else Content("")
         )

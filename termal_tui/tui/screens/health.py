@@ -28,6 +28,7 @@ from textual.widgets.option_list import Option
 from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
 from termal_tui.notifiers import Notifier, read_notifiers
 from termal_tui.sanitize import visible_line
+from termal_tui.tui.cells import cells, first_fit, fit, option_room, pad_cells
 from termal_tui.tui.messages import (
     HealthLoaded,
     LiveChanged,
@@ -58,12 +59,6 @@ KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in he
 LABEL_CELLS = 24  # the widest label and a space: the names line up at 80 columns and up
 
 
-def _fit(text: str, cells: int, style: str = "") -> Content:
-    """``text`` cut to ``cells`` terminal cells (a wide CJK character takes two),
-    ending in ``…`` when cut."""
-    return Content.styled(text, style).truncate(max(1, cells), ellipsis=True)
-
-
 def finding_row(finding: Finding, width: int = 116) -> Content:
     """Two lines that never wrap at ``width`` cells: the label, the participants and
     where it starts, then what is stuck. Laid out by cell width (wide names take two
@@ -71,30 +66,37 @@ def finding_row(finding: Finding, width: int = 116) -> Content:
     moves to the second line; names and sentences end in ``…`` when cut."""
     label, style = KIND_LABELS[finding.kind]
     where = f"first #{finding.first_sequence:,} · oldest {format_age(finding.age_seconds)}"
-    names = Content(visible_line(finding.participants))
-    padded = f"{label:<{LABEL_CELLS}}"
-    if len(padded) + min(names.cell_length, 16) + 2 + len(where) > width:
+    names = visible_line(finding.participants)
+    padded = pad_cells(label, LABEL_CELLS)
+    if cells(padded) + min(cells(names), 16) + 2 + cells(where) > width:
         padded = f"{label}  "
-    room = width - len(padded) - 2 - len(where)
-    if room >= min(names.cell_length, 16):
+    room = width - cells(padded) - 2 - cells(where)
+    if room >= min(cells(names), 16):
         head = Content.assemble(
             Content.styled(padded, style),
-            _fit(names.plain, max(6, min(40, room)), "bold"),
+            fit(names, max(6, min(40, room)), "bold"),
             Content.styled(f"  {where}", MUTED),
         )
-        second = Content("   ") + _fit(visible_line(finding.describe()), max(10, width - 3))
+        # the sentence's own "(oldest …)" goes whole before it would be cut: the head says it
+        second = Content("   ") + first_fit(
+            max(10, width - 3),
+            visible_line(finding.describe()),
+            visible_line(finding.describe(with_age=False)),
+        )
     else:  # too narrow for both: the first row's number and the age lead the second
         # line (a cut cannot take them), the sentence follows without its age
         head = Content.assemble(
             Content.styled(padded, style),
-            _fit(names.plain, max(6, width - len(padded)), "bold"),
+            fit(names, max(6, width - cells(padded)), "bold"),
         )
-        first = f"#{finding.first_sequence:,} · {format_age(finding.age_seconds)}"
+        first = Content.styled(
+            f"   #{finding.first_sequence:,} · {format_age(finding.age_seconds)} · ", MUTED
+        )
         second = Content.assemble(
-            Content.styled(f"   {first} · ", MUTED),
-            _fit(visible_line(finding.describe(with_age=False)), max(10, width - 6 - len(first))),
+            first,
+            fit(visible_line(finding.describe(with_age=False)), max(10, width - cells(first))),
         )
-    return Content("\n").join([head, second])
+    return Content("\n").join([fit(head, width), fit(second, width)])
 
 
 class FindingList(OptionList):
@@ -127,6 +129,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
             monotonic=source.clock.monotonic,
             live=source.interval > 0,
             file_name=source.path.name,
+            measure=cells,
         )
         self._subscription: Subscription | None = None
         self._covered = False  # another screen (help, a body) is on top
@@ -265,15 +268,13 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         channels.display = bool(lines)
         channels.update(
             Content("\n").join(
-                Content.assemble(*(Content.styled(t, style) for t, style in line)).truncate(
-                    room, ellipsis=True
-                )
+                fit(Content.assemble(*(Content.styled(t, style) for t, style in line)), room)
                 for line in lines
             )
         )
         heading = self.model.heading(room)
         title = Content.assemble(*(Content.styled(t, style) for t, style in heading))
-        self.query_one("#health-title", Static).update(title.truncate(room, ellipsis=True))
+        self.query_one("#health-title", Static).update(fit(title, room))
 
     def draw(self) -> None:
         """The status line, and the rows when the report (or the width) changed."""
@@ -312,11 +313,9 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
     def _row_width(self) -> int:
         """Cells a finding may use: the list less its scrollbar and the option padding
         (before the first layout: the screen less the same margins)."""
-        findings = self.query_one("#findings", OptionList)
         # The scrollbar is counted whether or not it shows yet: the rows that follow
         # may bring it, and a row measured wider than it is drawn loses its last line.
-        outer = findings.size.width or (self.size.width or 80) - 2
-        return max(30, outer - findings.styles.scrollbar_size_vertical - 2)
+        return max(30, option_room(self.query_one("#findings", OptionList), self))
 
     def on_resize(self) -> None:
         self.draw()  # rows follow the width both ways; Stale stays said

@@ -3,7 +3,6 @@ state, marker and health word, in the viewer's one vocabulary."""
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping
 from typing import Final
 
@@ -14,6 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from termal_tui.tui.cells import cells, pad_cells, wrap_cells
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.vocabulary import FINDING_MEANING, FINDING_WORDS, WAKE_MEANING, WAKE_WORDS
 
@@ -165,21 +165,21 @@ def _entry(key: str, what: str, width: int, key_cells: int) -> list[str]:
     """One entry, wrapped at ``width`` with its continuation under the text; a key wider
     than the key column has a line of its own."""
     indent = 2 + key_cells + 1
-    wrapped = textwrap.wrap(what, max(10, width - indent)) or [""]
+    wrapped = wrap_cells(what, max(10, width - indent))
     pad = " " * indent
-    if len(key) > key_cells:  # a key of its own, itself wrapped (under itself)
-        keys = textwrap.wrap(key, max(10, width - 2)) or [key]
+    if cells(key) > key_cells:  # a key of its own, itself wrapped (under itself)
+        keys = wrap_cells(key, max(10, width - 2))
         return [f"  {part}" for part in keys] + [pad + part for part in wrapped]
-    return [f"  {key:<{key_cells}} {wrapped[0]}"] + [pad + part for part in wrapped[1:]]
+    return [f"  {pad_cells(key, key_cells)} {wrapped[0]}"] + [pad + part for part in wrapped[1:]]
 
 
 def help_text(keys: Mapping[str, str], width: int = 100) -> str:
     """Every key, state, marker and word, no line wider than ``width``."""
     key_cells = KEY_CELLS if width >= 80 else 14
     lines = [
-        *textwrap.wrap("termal-tui — a read-only viewer for TermAl agent mailboxes", width),
+        *wrap_cells("termal-tui — a read-only viewer for TermAl agent mailboxes", width),
         "",
-        *textwrap.wrap(
+        *wrap_cells(
             "Nothing you do here changes the database: no cursor moves, no state changes.",
             width,
         ),
@@ -197,7 +197,7 @@ def help_text(keys: Mapping[str, str], width: int = 100) -> str:
         ),
     ]
     for title, entries in sections:
-        lines += ["", *textwrap.wrap(title, width)]
+        lines += ["", *wrap_cells(title, width)]
         for spec, what in entries:
             lines += _entry(key_text(spec, keys), what, width, key_cells)
     return "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from termal_tui.models import MailboxMessage
 from termal_tui.presentation import row_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader
+from termal_tui.tui.cells import cap_cells, cells, fit
 from termal_tui.tui.messages import (
     LiveChanged,
     ReadFailed,
@@ -45,21 +46,30 @@ SNIPPET_CHARS: Final = 100
 
 
 def snippet(text: str, needle: str, room: int = SNIPPET_CHARS) -> tuple[str, int, int]:
-    """One line of ``text`` around the first match of ``needle`` (case-insensitive),
-    with ``…`` where it is cut, and where the match lies in it ((-1, -1) if nowhere)."""
+    """One line of ``text`` in at most ``room`` cells around the first match of
+    ``needle`` (case-insensitive), with ``…`` where it is cut, and where the match lies
+    in it, in characters ((-1, -1) if nowhere)."""
     flat = visible_line(visible(text))
     at = flat.lower().find(needle.lower()) if needle else -1
     if at < 0:
-        return (flat[: room - 1] + "…" if len(flat) > room else flat), -1, -1
-    inner = room if len(flat) <= room else room - 2  # room for an ellipsis each side
-    start = max(0, at - inner // 3)
-    end = min(len(flat), start + inner)
-    start = max(0, min(start, end - inner))
+        return cap_cells(flat, room), -1, -1
+    if cells(flat) <= room:
+        return flat, at, at + len(needle)
+    inner = room - 2  # room for an ellipsis each side
+    start, before = at, 0  # a third of the line before the match, in cells
+    while start > 0 and before + cells(flat[start - 1]) <= inner // 3:
+        start -= 1
+        before += cells(flat[start])
+    end = start
+    while end < len(flat) and cells(flat[start : end + 1]) <= inner:
+        end += 1
+    while start > 0 and cells(flat[start - 1 : end]) <= inner:  # the end reached: more before
+        start -= 1
     head = "…" if start > 0 else ""
     tail = "…" if end < len(flat) else ""
     shown = head + flat[start:end] + tail
     offset = len(head) + at - start
-    return shown, offset, offset + len(needle)
+    return shown, offset, min(len(shown) - len(tail), offset + len(needle))
 
 
 class QueryInput(Input):
@@ -227,7 +237,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
                 f"searching… {found} · {scanned:,} of {self.latest:,} · escape cancels",
                 f"searching… {found} · escape cancels",
             ):
-                if len(text) <= room:
+                if cells(text) <= room:
                     break
             self._status(text)
 
@@ -278,14 +288,13 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         room = self._room()
         head = Content.assemble(
             Content.styled(f"#{message.sequence:,}  ", "bold"),
-            Content(visible_line(f"{message.sender_name} → {message.target_name}", 40)),
+            Content(cap_cells(visible_line(f"{message.sender_name} → {message.target_name}"), 40)),
             Content.styled(f"  {when}", "$foreground 65%"),
             "  ",
-            Content.styled(visible_line(row_title(message), 80), "bold"),
+            Content.styled(cap_cells(visible_line(row_title(message)), 80), "bold"),
             Content.styled(where, "$foreground 65%"),
         )
-        if head.cell_length > room:  # one line, cut with an ellipsis (never wrapped)
-            head = head.truncate(room, ellipsis=True)
+        head = fit(head, room)  # one line, cut with an ellipsis (never wrapped)
         searched = f"{message.topic} — {message.body}" if message.topic else message.body
         text, start, end = snippet(searched, self._needle, max(10, room - 3))
         line = Content("   " + text)

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from termal_tui.notifiers import Notifier, read_notifiers
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
+from termal_tui.tui.cells import cap_cells, cells, first_fit, option_room, pad_cells
 from termal_tui.tui.messages import LiveChanged
 from termal_tui.tui.screens.live_list import LiveListScreen
 from termal_tui.views.live import LiveSource, Superseded
@@ -27,6 +28,7 @@ from termal_tui.views.sessions import SPARK_HOURS, SessionRow, SessionsModel
 from termal_tui.vocabulary import age_words, counted
 
 DIM = "$foreground 65%"
+NAME_CELLS = 24  # a name's column: longer names are cut with …
 HOOK_WINDOW = 600.0  # a hook run this recent counts as listening (as health does)
 
 
@@ -56,20 +58,24 @@ def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0
     fits of the load, the last ack, the notifier and the last board write (in that order
     of giving way, from the end)."""
     glyph = Content.styled("● ", "bold $warning") if row.behind else Content.styled("✓ ", DIM)
-    name = Content.styled(visible_line(row.name, 24), "bold")
-    if name.cell_length < name_cells:  # the names in one column: the sparklines line up
-        name = name + Content(" " * (name_cells - name.cell_length))
-    head = Content.assemble(glyph, name)
+    name = cap_cells(visible_line(row.name), NAME_CELLS)
+    # the names in one column: the sparklines line up
+    head = Content.assemble(
+        glyph, Content.styled(pad_cells(name, max(name_cells, cells(name))), "bold")
+    )
+    heads = [head]
     if row.name != row.session_id and width >= 90:
-        head += Content.styled(f" ({visible_line(row.session_id, 20)})", DIM)
+        sid = Content.styled(f" ({cap_cells(visible_line(row.session_id), 20)})", DIM)
+        heads.insert(0, head + sid)
     load = f"{counted(row.mailboxes, 'mailbox', 'mailboxes')}"
     if row.left:
         load += f" (left {row.left:,})"
+    loads = [load]
     if row.behind:
         load += f" · {row.unread:,} unread"
-        if row.waiting_since is not None:
-            load += f" since {_ago(row.waiting_since, now)}"
-    parts = [Content(f" · {load}")]
+        loads.insert(0, load)
+        if row.waiting_since is not None:  # given way whole: never "since 335 d…"
+            loads.insert(0, f"{load} since {_ago(row.waiting_since, now)}")
     extras = []
     if row.last_ack is not None:
         extras.append(Content.styled(f" · ack {_ago(row.last_ack, now)} (seen)", DIM))
@@ -79,12 +85,16 @@ def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0
     if row.last_board_write is not None:
         extras.append(Content.styled(f" · board {_ago(row.last_board_write, now)}", DIM))
     spark = Content.styled(f"  {row.sparkline()}", "$accent")
-    for keep in range(len(extras), -1, -1):
-        line = Content.assemble(head, spark, *parts, *extras[:keep])
-        if line.cell_length <= width:
-            return line
-    line = Content.assemble(head, *parts)
-    return line.truncate(width, ellipsis=True) if line.cell_length > width else line
+    whole = Content(f" · {loads[0]}")
+    return first_fit(
+        width,
+        *(
+            Content.assemble(first, spark, whole, *extras[:keep])
+            for first in heads
+            for keep in range(len(extras), -1, -1)
+        ),
+        *(Content.assemble(head, Content(f" · {words}")) for words in loads),
+    )
 
 
 class SessionList(OptionList):
@@ -154,12 +164,12 @@ class SessionsScreen(LiveListScreen[str | None]):
             summary += f", {model.behind_count:,} behind"
         line = Content.assemble(Content.styled("Sessions · ", "bold"), state, Content(summary))
         traffic = Content.styled(f" · traffic over {SPARK_HOURS} h", DIM)
-        if line.cell_length + traffic.cell_length <= (self.size.width or 80) - 2:
-            line += traffic  # said where it fits; the bars speak for themselves
+        # the traffic note is said where it fits; the bars speak for themselves
+        if cells(line) + cells(traffic) <= (self.size.width or 80) - 2:
+            line += traffic
         self.query_one("#sessions-status", Static).update(self.with_problem(line))
         sessions = self.query_one(SessionList)
-        outer = sessions.size.width or (self.size.width or 80)
-        width = max(20, outer - sessions.styles.scrollbar_size_vertical - 2)
+        width = max(20, option_room(sessions, self))
         chosen = model.current()
         with self.app.batch_update():
             sessions.clear_options()
@@ -171,9 +181,7 @@ class SessionsScreen(LiveListScreen[str | None]):
                     )
                 )
                 return
-            name_cells = min(
-                24, max(Content(visible_line(r.name, 24)).cell_length for r in model.rows)
-            )
+            name_cells = max(cells(cap_cells(visible_line(r.name), NAME_CELLS)) for r in model.rows)
             sessions.add_options(
                 Option(session_line(row, width, now, name_cells), id=f"s{index}")
                 for index, row in enumerate(model.rows)

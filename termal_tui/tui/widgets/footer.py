@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from rich.cells import cell_len
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
+
+from termal_tui.tui.cells import cells
 
 # Left out first → last; then any other key (the rightmost first); then LAST.
 DROP_ORDER: Final = (
@@ -78,17 +79,17 @@ class FittingFooter(Footer):
             return
         width = (self.size.width or self.app.size.width) - PALETTE_CELLS
 
-        def cells(key: FooterKey) -> int:
-            return cell_len(key.key_display) + 1 + cell_len(key.description) + 1
+        def key_cells(key: FooterKey) -> int:
+            return cells(key.key_display) + 1 + cells(key.description) + 1
 
         shown = {id(key): True for key in keys}
-        total = sum(cells(key) for key in keys)
+        total = sum(key_cells(key) for key in keys)
 
         def drop(key: FooterKey) -> None:
             nonlocal total
             if shown[id(key)] and total > width:
                 shown[id(key)] = False
-                total -= cells(key)
+                total -= key_cells(key)
 
         for action in DROP_ORDER:
             for key in keys:

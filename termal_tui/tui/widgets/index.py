@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 
 from termal_tui.models import MailboxSummary
 from termal_tui.sanitize import visible_line
+from termal_tui.tui.cells import option_room
 from termal_tui.tui.messages import OpenMailbox
 from termal_tui.tui.render import card
 from termal_tui.views.index import STATE_LABELS, IndexModel, StatusLine, Update
@@ -364,7 +365,7 @@ class MailboxIndex(Vertical, can_focus=True):
         else:
             shown = fresh
         if shown:
-            width = self._width or max(20, (self.size.width or 80) - 5)
+            width = self._width or self._card_width()
             now = self.now()
             self.query_one("#cards", OptionList).add_options(
                 [Option(self._card(s, width, now), id=s.id) for s in shown]
@@ -386,7 +387,7 @@ class MailboxIndex(Vertical, can_focus=True):
         cards = self.query_one("#cards", OptionList)
         highlighted = cards.highlighted_option.id if cards.highlighted_option else None
         summaries = self.model.summaries
-        width = max(20, (self.size.width or 80) - 5)  # padding and a scrollbar
+        width = self._card_width()
         self._width = width
         shown = self.model.shown()
         now = self.now()
@@ -432,8 +433,14 @@ class MailboxIndex(Vertical, can_focus=True):
                 for key in stale:
                     cards.replace_option_prompt(key, self._card(by_id[key], self._width, now))
 
+    def _card_width(self) -> int:
+        """The cells a card may use: the card list's real width less its option padding
+        and its scrollbar (counted whether or not it shows yet: the cards that follow
+        may bring it, and every card keeps its two lines either way)."""
+        return max(20, option_room(self.query_one("#cards", OptionList), self))
+
     def on_resize(self) -> None:
-        if self.summaries and (self.size.width or 80) - 5 != self._width:
+        if self.summaries and self._card_width() != self._width:
             self.show()
 
     @on(OptionList.OptionSelected, "#cards")

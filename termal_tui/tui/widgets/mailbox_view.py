@@ -37,6 +37,7 @@ from termal_tui.presentation import summary_title
 from termal_tui.sanitize import visible, visible_line
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.reader import MailboxReader
+from termal_tui.tui.cells import first_fit, option_room
 from termal_tui.tui.messages import (
     CloseRequested,
     LiveChanged,
@@ -127,13 +128,19 @@ def clipboard_note(what: str, env: dict[str, str] | None = None) -> str:
     )
 
 
-def hidden_marker(first: int, last: int) -> Content:
-    """``· 1 control-plane row hidden (#74,997) · v shows it``, where it stands."""
+def hidden_marker(first: int, last: int, width: int = 118) -> Content:
+    """``· 1 control-plane row hidden (#74,997) · v shows it``, where it stands (narrower:
+    without the range, then without the key)."""
     count = last - first + 1
     where = f"#{first:,}" if count == 1 else f"#{first:,}–#{last:,}"
     noun = "row" if count == 1 else "rows"
-    return Content.styled(
-        f"· {count:,} control-plane {noun} hidden ({where}) · v shows", "$foreground 50%"
+    hidden = f"· {count:,} control-plane {noun} hidden"
+    return first_fit(
+        width,
+        *(
+            Content.styled(form, "$foreground 50%")
+            for form in (f"{hidden} ({where}) · v shows", f"{hidden} · v shows", hidden)
+        ),
     )
 
 
@@ -163,17 +170,23 @@ class ThreadHeader(Widget):
 
     def render(self) -> Content:
         label, style = self.STATES[self.state]
-        parts: list[Content | str] = [Content.styled(label, style)]
+        muted = "$foreground 65%"
+        state = Content.styled(label, style)
         if self.refreshed:
-            parts.append(Content.styled(f" {self.refreshed}", "$foreground 65%"))
+            state += Content.styled(f" {self.refreshed}", muted)
+        loaded = short = Content("")
         if self.latest:
-            parts.append(
-                Content.styled(
-                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$foreground 65%"
-                )
-            )
-        parts.append(Content.styled(f" · {self.mailbox}", "$foreground 65%"))
-        head = Content.assemble(*parts)
+            loaded = Content.styled(f" · {self.loaded:,} of latest #{self.latest:,} loaded", muted)
+            short = Content.styled(f" · {self.loaded:,}/{self.latest:,}", muted)
+        mailbox = Content.styled(f" · {self.mailbox}", muted)
+        # One line: narrower, the mailbox's short id goes, then the counts get shorter.
+        head = first_fit(
+            self.size.width or 80,
+            state + loaded + mailbox,
+            state + loaded,
+            state + short,
+            state,
+        )
         if not self.error:
             return head
         reason = Content.styled(visible_line(self.error, 300), "$error")
@@ -940,10 +953,12 @@ class MailboxView(WorkerFailures, Vertical):
     # ------------------------------------------------------------- rendering
 
     def _row_width(self) -> int:
-        """Cells a row may use: the list's width less padding, scrollbar and one spare
-        (0 before the view is laid out: nothing is rendered at a guessed width)."""
-        width = self.thread.size.width or self.size.width
-        return max(20, width - 5) if width else 0
+        """Cells a row may use: the list's width less the option padding and the
+        scrollbar (:func:`option_room`; 0 before the view is laid out: nothing is
+        rendered at a guessed width)."""
+        if not (self.thread.size.width or self.size.width):
+            return 0
+        return max(20, option_room(self.thread, self))
 
     def _option(self, item: Item, dividers: dict[str, list]) -> RowOption:
         key = item_key(item)
@@ -974,12 +989,18 @@ class MailboxView(WorkerFailures, Vertical):
             first, last = self.hidden_above(item)
             if first:
                 return Content("\n").join(
-                    [hidden_marker(first, last), self._message_prompt(item, marks)]
+                    [
+                        hidden_marker(first, last, self._prompt_width()),
+                        self._message_prompt(item, marks),
+                    ]
                 )
             return self._message_prompt(item, marks)
         if isinstance(item, Gap):
-            return gap_row(item, marks)
+            return gap_row(item, marks, self._prompt_width())
         return start_marker()
+
+    def _prompt_width(self) -> int:
+        return self._width or self._row_width() or 80
 
     def _message_prompt(self, item: MailboxMessage, marks: list) -> Content:
         assert self.model.summary is not None
@@ -988,7 +1009,7 @@ class MailboxView(WorkerFailures, Vertical):
             self.model.summary,
             item.id in self.model.expanded,
             dividers=marks,
-            width=self._width or self._row_width() or 80,
+            width=self._prompt_width(),
             body_lines=max(5, self.size.height - 22),
             processed=self.model.is_processed(item),
             age=self.ages.shown(item.id, item.created_at, self.clock()),

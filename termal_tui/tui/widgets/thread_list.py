@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
-from rich.cells import cell_len
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
+
+from termal_tui.tui.cells import cells
 
 if TYPE_CHECKING:
     from textual.css.styles import RulesMap
@@ -107,7 +108,7 @@ class ThreadList(OptionList):
             # Rows are cut to the width they were rendered at: when no line is wider
             # than the room, the height is the line count (no wrapping to compute).
             lines = prompt.plain.split("\n")
-            if all(cell_len(line) <= room for line in lines):
+            if all(cells(line) <= room for line in lines):
                 return len(lines) + int(option._divider)
         styles = cast("RulesMap", self.styles)  # what OptionList passes, typed
         return self._get_visual(option).get_height(styles, room) + int(option._divider)
