@@ -355,6 +355,7 @@ class RawStdio:
         self.process = subprocess.Popen(
             [EXE, "mcp", "--session", session, str(db)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # as the hub and the SDK's stdio servers (see ``hub``)
         )  # fmt: skip
 
     def send(self, line: bytes) -> bytes:
