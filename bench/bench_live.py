@@ -190,7 +190,8 @@ async def trials(path: Path, mailbox: str, watch: bool, count: int) -> dict[str,
     """Delays (s) per measurement: 'event <kind>' and 'screen <kind>'."""
     name = f"viewer-{int(watch)}"
     pid = start_in_tmux(name, VIEWER, str(path), mailbox, str(DEFAULT_INTERVAL), str(int(watch)))
-    if await wait_screen(name, "Step 10", time.monotonic() + 30) is None:
+    # The tab's status line (the newest rows differ: the first mode's trials wrote more).
+    if await wait_screen(name, "of latest #", time.monotonic() + 30) is None:
         raise SystemExit(f"the viewer did not show its tab:\n{await capture(name)}")
     events: list[float] = []
 

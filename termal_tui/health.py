@@ -103,6 +103,7 @@ class HealthReport:
     findings: list[Finding] = field(default_factory=list)
     mailboxes: int = 0
     unread: int = 0
+    rows: HealthRows | None = field(default=None, repr=False, compare=False)  # its source
 
     @property
     def healthy(self) -> bool:
@@ -235,14 +236,19 @@ async def health_report(
     now: datetime | None = None,
     thresholds: Thresholds | None = None,
     mailbox_ids: Collection[str] | None = None,
+    rows: HealthRows | None = None,
 ) -> HealthReport:
     """Stuck hand-offs across every mailbox (or only ``mailbox_ids``), in one read
-    snapshot of ``reader``."""
+    snapshot of ``reader``. ``rows``: what an earlier read of an unchanged file found
+    (the ages and the listeners are taken again; the file is not read)."""
     moment = now or utc_now()
     limits = thresholds or Thresholds()
     notifiers = read_notifiers(reader.path, moment.timestamp())
-    rows = await reader.health_rows(mailbox_ids)
-    return collect(rows, moment, limits, notifiers)
+    if rows is None:
+        rows = await reader.health_rows(mailbox_ids)
+    report = collect(rows, moment, limits, notifiers)
+    report.rows = rows
+    return report
 
 
 def utc_now() -> datetime:

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from termal_tui.store.writer import MailboxWriter, open_writer
 from tests.helpers import StepClock, counter_ids
+from tests.pg_server import PgServer, start_server
 
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -21,9 +22,44 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "coordination.sqlite"
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """This test process's own PostgreSQL server (each xdist worker starts one, on first
+    use). Missing binaries fail the test with one sentence: never a skip."""
+    try:
+        server = start_server()
+    except RuntimeError as error:
+        pytest.fail(str(error), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-async def writer(db_path: Path) -> AsyncIterator[MailboxWriter]:
-    async with open_writer(db_path, clock=StepClock(), new_id=counter_ids()) as w:
+def pg_url(pg_server: PgServer) -> str:
+    """The URL of a fresh, empty database on the test server."""
+    return pg_server.fresh_database()
+
+
+@pytest.fixture
+def engine() -> str:
+    """The store engine the ``db`` and ``writer`` fixtures use: SQLite here;
+    ``tests/store`` parametrizes it over both engines (``sqlite_only`` pins one test)."""
+    return "sqlite"
+
+
+@pytest.fixture
+def db(engine: str, db_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    """The test's coordination database on its engine: a SQLite path or a PostgreSQL URL."""
+    if engine == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return db_path
+
+
+@pytest.fixture
+async def writer(db: Path | str) -> AsyncIterator[MailboxWriter]:
+    async with open_writer(db, clock=StepClock(), new_id=counter_ids()) as w:
         yield w
 
 

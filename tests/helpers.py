@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from termal_tui.store.writer import MailboxWriter
 
 T0 = datetime(2026, 7, 30, 12, 0, 0, tzinfo=UTC)
@@ -64,24 +66,64 @@ def digest(path: Path) -> dict[str, str]:
     return out
 
 
-def cursors(path: Path) -> list[tuple]:
-    uri = path.resolve().as_uri() + "?mode=ro"
+def is_url(target: object) -> bool:
+    """A PostgreSQL target (the engine-parametrized ``db`` fixture), not a SQLite path."""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def _pg_rows(url: str, sql: str, params: tuple, fetch: bool) -> list[tuple]:
+    """The tests' raw look at a PostgreSQL database: the same SQL text as for the SQLite
+    file, with ``?`` placeholders."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        cursor = db.execute(sql.replace("?", "%s").encode(), params)
+        return [tuple(row) for row in cursor.fetchall()] if fetch else []
+
+
+def cursors(path: Path | str) -> list[tuple]:
+    sql = (
+        "SELECT mailbox_id, session_id, processed_through, left_at FROM mailbox_participants "
+        "ORDER BY mailbox_id, session_id"
+    )
+    if is_url(path):
+        return _pg_rows(str(path), sql, (), True)
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
     with sqlite3.connect(uri, uri=True) as db:
-        return db.execute(
-            "SELECT mailbox_id, session_id, processed_through, left_at FROM mailbox_participants "
-            "ORDER BY mailbox_id, session_id"
-        ).fetchall()
+        return db.execute(sql).fetchall()
 
 
-def rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
+def rows(path: Path | str, sql: str, params: tuple = ()) -> list[tuple]:
+    if is_url(path):
+        return _pg_rows(str(path), sql, params, True)
     with sqlite3.connect(path) as db:
         return db.execute(sql, params).fetchall()
 
 
-def execute(path: Path, sql: str, params: tuple = ()) -> None:
+def execute(path: Path | str, sql: str, params: tuple = ()) -> None:
+    if is_url(path):
+        _pg_rows(str(path), sql, params, False)
+        return
     db = sqlite3.connect(path)
     try:
         db.execute(sql, params)
         db.commit()
     finally:
         db.close()
+
+
+ENGINES = ("sqlite", "postgres")
+sqlite_only = pytest.mark.parametrize("engine", ["sqlite"], ids=["sqlite-only"])
+"""For a test (or ``pytestmark`` of a module) about the SQLite file itself: its pragmas,
+its bytes, its sidecars, TermAl's file format. It runs on SQLite alone, by name."""
+
+
+def state_of(target: Path | str) -> object:
+    """Everything a reader could change, to compare before and after: the SQLite file's
+    bytes (and its -wal), or every mailbox row of a PostgreSQL database."""
+    if not is_url(target):
+        return digest(Path(target)), cursors(target)
+    return [
+        rows(target, f"SELECT * FROM {table} ORDER BY 1, 2")
+        for table in ("meta", "mailboxes", "mailbox_participants", "mailbox_messages")
+    ]

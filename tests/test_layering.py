@@ -74,6 +74,8 @@ def test_the_contracts_catch_each_kind_of_planted_import(tmp_path: Path):
         "store/board/reader.py": "import termal_tui.store.lifecycle",
         # store.errors is core: it imports nothing of the project
         "store/errors.py": "import termal_tui.store.sqlite",
+        # the SQLite engine importing the PostgreSQL driver (only store.postgres may)
+        "store/sqlite.py": "def _driver():\n    import psycopg",
         # a module nobody gave a layer
         "unplaced.py": "X = 1",
     }
@@ -92,6 +94,7 @@ def test_the_contracts_catch_each_kind_of_planted_import(tmp_path: Path):
         "termal_tui.views.index -> termal_tui.agents",
         "termal_tui.store.board.reader -> termal_tui.store.lifecycle",
         "termal_tui.store.errors -> termal_tui.store.sqlite",
+        "termal_tui.store.sqlite -> psycopg",
         "termal_tui.unplaced",
     ):
         assert chain in out, (chain, out)

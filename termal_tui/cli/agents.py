@@ -9,7 +9,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_database, db_path
+from termal_tui.cli.common import (
+    EXIT_USAGE,
+    CommandError,
+    add_db,
+    check_database,
+    db_path,
+    db_target,
+    local_db_path,
+)
 
 if TYPE_CHECKING:
     from termal_tui.agents.registry import Registry, Session
@@ -39,21 +47,35 @@ def add_identity(parser: argparse.ArgumentParser, flag: str = "--as") -> None:
 def database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
     """The agents' database and its registry, both checked before anything opens either
     (the same check as every file we write): each may be missing (the first writer
-    creates it), never a symlink, FIFO, foreign or non-SQLite file."""
+    creates it), never a symlink, FIFO, foreign or non-SQLite file. For the commands on
+    TermAl's SQLite file alone: a URL is refused in one sentence."""
     path = db_path(args, parser)
     check_database(path, writing=True, may_create=True)
     registry_for(path).check()
     return path
 
 
-def registry_for(path: Path) -> Registry:
+def mailbox_database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path | str:
+    """As :func:`database`, for the mailbox commands (send, ls, read, ack, wake), which
+    also take a ``postgresql://`` URL. The registry is then the local one (beside
+    ``$TERMAL_HOME/coordination.sqlite`` when that is a path, else in ``~/.termal``)
+    until the registry has its PostgreSQL engine."""
+    target = db_target(args, parser)
+    if isinstance(target, Path):
+        check_database(target, writing=True, may_create=True)
+    registry_for(target).check()
+    return target
+
+
+def registry_for(target: Path | str) -> Registry:
     from termal_tui.agents.registry import Registry
 
+    path = target if isinstance(target, Path) else local_db_path()
     return Registry.beside(path, busy_timeout=busy_timeout())
 
 
 @asynccontextmanager
-async def agent_tools(path: Path, name: str) -> AsyncIterator[AgentTools]:
+async def agent_tools(path: Path | str, name: str) -> AsyncIterator[AgentTools]:
     """The tools for the session named ``name`` (by name or id), over a writer."""
     import asyncio
 

@@ -218,23 +218,71 @@ def whole_number(minimum: int, rule: str) -> Callable[[str], int]:
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def refuse_url(given: str, where: str) -> None:
+def refuse_url(given: str, where: str, command: str | None = None) -> None:
     """A database that looks like a URL is never taken for a relative path (which would
-    create a folder named ``postgresql:`` with a SQLite file in it): one sentence, exit 2."""
-    if _URL.match(given.strip()):
-        scheme = given.strip().split(":", 1)[0]
+    create a folder named ``postgresql:`` with a SQLite file in it): one sentence, exit 2.
+    This is for the commands that open only a file; a ``postgresql://`` URL is named as
+    not yet supported by ``command``."""
+    if not _URL.match(given.strip()):
+        return
+    from termal_tui.store.urls import is_postgres_url, redact, url_scheme
+
+    scheme, shown = url_scheme(given), redact(given)
+    if is_postgres_url(given):
+        who = f"`{command}`" if command else "this command"
+        if command == "termal-tui":
+            who = "the viewer (`termal-tui DB`)"
         raise CommandError(
-            f"{where} is a {scheme}:// URL, and termal-tui opens only TermAl's SQLite file "
-            "(a path); nothing was created",
+            f"PostgreSQL is not yet supported for {who}: {where} is a {scheme}:// URL "
+            f"({shown}); give TermAl's SQLite file (a path); nothing was created",
             EXIT_USAGE,
         )
+    raise CommandError(
+        f"{where} is a {scheme}:// URL ({shown}), and a database is TermAl's SQLite file "
+        "(a path) or a postgresql:// URL; nothing was created",
+        EXIT_USAGE,
+    )
 
 
-def default_db_path() -> Path:
+def check_url(url: str, where: str) -> str:
+    """A ``postgresql://`` URL the driver can be given, or one sentence (exit 2); the
+    password is never shown."""
+    from urllib.parse import urlsplit
+
+    from termal_tui.store.urls import redact
+
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018  # a port that is not a number raises here
+    except ValueError as error:
+        raise CommandError(
+            f"{where} is not a valid postgresql:// URL ({redact(text)}: {error}); nothing "
+            "was opened",
+            EXIT_USAGE,
+        ) from None
+    if parts.fragment:
+        raise CommandError(
+            f"{where} is not a valid postgresql:// URL ({redact(text)}: it has a #fragment); "
+            "nothing was opened",
+            EXIT_USAGE,
+        )
+    return text
+
+
+def default_db_path(command: str | None = None) -> Path:
     home = os.environ.get("TERMAL_HOME")
     if home:
-        refuse_url(home, "$TERMAL_HOME")
-    base = Path(home).expanduser() if home else Path.home() / ".termal"
+        refuse_url(home, "$TERMAL_HOME", command)
+    return local_db_path()
+
+
+def local_db_path() -> Path:
+    """The file in the local state directory ($TERMAL_HOME when it is a path, else
+    ~/.termal): the default database, and where the session registry lives."""
+    home = os.environ.get("TERMAL_HOME")
+    local = Path(home).expanduser() if home and not _URL.match(home.strip()) else None
+    base = local if local is not None else Path.home() / ".termal"
     return base / "coordination.sqlite"
 
 
@@ -253,8 +301,7 @@ def add_db(parser: argparse.ArgumentParser, *, positional: bool = False) -> None
         parser.add_argument("--db", dest="db_option", metavar="PATH", help=DB_HELP)
 
 
-def db_path(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Path:
-    """The database a command was given (``DB`` or ``--db``), else the default."""
+def _given(args: argparse.Namespace, parser: argparse.ArgumentParser | None) -> str | None:
     positional = getattr(args, "db", None)
     option = getattr(args, "db_option", None)
     if positional and option and Path(positional) != Path(option):
@@ -262,10 +309,33 @@ def db_path(args: argparse.Namespace, parser: argparse.ArgumentParser | None = N
         if parser is not None:
             parser.error(message)
         raise CommandError(message, EXIT_USAGE)
-    given = positional or option
+    return positional or option  # type: ignore[no-any-return]
+
+
+def db_path(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Path:
+    """The database a command was given (``DB`` or ``--db``), else the default: a path
+    (this command opens only TermAl's SQLite file; a URL is refused in one sentence)."""
+    command = parser.prog if parser is not None else None
+    given = _given(args, parser)
     if given:
-        refuse_url(given, "the database")
-    return Path(given).expanduser() if given else default_db_path()
+        refuse_url(given, "the database", command)
+    return Path(given).expanduser() if given else default_db_path(command)
+
+
+def db_target(
+    args: argparse.Namespace, parser: argparse.ArgumentParser | None = None
+) -> Path | str:
+    """As :func:`db_path`, for the commands that also take a ``postgresql://`` URL (in
+    ``DB``, ``--db`` or ``$TERMAL_HOME``): the URL itself, or a path."""
+    from termal_tui.store.urls import is_postgres_url
+
+    given = _given(args, parser)
+    if given and is_postgres_url(given):
+        return check_url(given, "the database")
+    home = os.environ.get("TERMAL_HOME")
+    if not given and home and is_postgres_url(home):
+        return check_url(home, "$TERMAL_HOME")
+    return db_path(args, parser)
 
 
 def check_database(path: Path, *, writing: bool = False, may_create: bool = False) -> bool:

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from termal_tui.cli.agents import add_identity, agent_tools, database
+from termal_tui.cli.agents import add_identity, agent_tools, mailbox_database
 from termal_tui.cli.common import EXIT_NOT_FOUND, EXIT_OK, CommandError, whole_number
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    path = database(args, parser)
+    path = mailbox_database(args, parser)
 
     async def main() -> int:
         async with agent_tools(path, args.as_) as tools:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from termal_tui.cli.agents import add_identity, database, registry_for
+from termal_tui.cli.agents import add_identity, mailbox_database, registry_for
 from termal_tui.cli.common import EXIT_OK
 
 
@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per wake")
 
 
-def _wake(path: Path, name: str, boot: bool, as_json: bool) -> None:
+def _wake(path: Path | str, name: str, boot: bool, as_json: bool) -> None:
     """One pull pass on the synchronous lifecycle writer (no asyncio, as the hooks): each
     wake is delivered only once its prompt was written to stdout."""
     from termal_tui.agents.hooks import prepare_wakes
@@ -29,7 +29,7 @@ def _wake(path: Path, name: str, boot: bool, as_json: bool) -> None:
     from termal_tui.store.lifecycle import open_lifecycle_writer
 
     me = registry_for(path).resolve_own(name)
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         return  # no database yet: nothing to say
     with open_lifecycle_writer(path) as writer:
         for number, (wake, prompt) in enumerate(prepare_wakes(writer, me.id, boot=boot)):
@@ -46,5 +46,5 @@ def _wake(path: Path, name: str, boot: bool, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    _wake(database(args, parser), args.session, args.boot, args.json)
+    _wake(mailbox_database(args, parser), args.session, args.boot, args.json)
     return EXIT_OK

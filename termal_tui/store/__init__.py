@@ -1,5 +1,8 @@
 """Public store API: ``open_reader`` (read-only), ``open_writer`` (delivery contract), errors.
 
+Both openers take a path to TermAl's SQLite file or a ``postgresql://`` URL (the engine in
+``store/postgres``, loaded only for a URL).
+
 Everything is loaded on first use (PEP 562), so importing ``termal_tui.store.errors``
 costs nothing more, and importing the reader (as the viewer does) never loads a module
 that can write.

@@ -33,6 +33,7 @@ from termal_tui.store.sqlite import (
     is_busy,
     read_snapshot,
 )
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 T = TypeVar("T")
 
@@ -214,11 +215,22 @@ class LifecycleWriter:
 
 @contextlib.contextmanager
 def open_lifecycle_writer(
-    path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    path: Path | str, busy_timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> Iterator[LifecycleWriter]:
     """Open (creating if needed) a coordination database as :func:`open_writer` does
-    (same checks, pragmas and schema), for the lifecycle statements only."""
-    resolved = path.expanduser()
+    (same checks, pragmas and schema), for the lifecycle statements only. A
+    ``postgresql://`` URL opens the PostgreSQL engine's twin (loaded only then)."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.lifecycle import open_pg_lifecycle_writer
+
+        with open_pg_lifecycle_writer(str(path), busy_timeout_ms / 1000) as pg:
+            yield pg  # type: ignore[misc]  # the same three methods
+        return
+    refuse_other_url(path)
+    resolved = Path(path).expanduser()
     db = connect_read_write_sync(resolved, busy_timeout_ms)
     writer = LifecycleWriter(db, resolved)
     try:

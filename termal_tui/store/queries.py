@@ -19,6 +19,7 @@ import functools
 import math
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any, Final
 
 from termal_tui.formats import PREVIEW_CHARS, preview
@@ -30,6 +31,7 @@ from termal_tui.models import (
     MailboxSummary,
     trusted,
 )
+from termal_tui.store import rules
 from termal_tui.store.errors import NotFoundError
 
 MAX_SEQUENCE: Final = 2**63 - 1
@@ -143,11 +145,17 @@ def _complete_utf8_prefix(data: bytes) -> bytes:
 
 def fetch_messages(db: sqlite3.Connection, sql: str, params: Any) -> list[MailboxMessage]:
     """Rows as messages; trusted rows (SQLite's type flag) are built without re-validation."""
+    return messages_from_rows(db.execute(sql, params).fetchall())
+
+
+def messages_from_rows(rows: list[Any]) -> list[MailboxMessage]:
+    """Rows of :func:`message_columns`'s shape (on either engine: columns 0-15, the
+    ``unreadable`` reason, the clean-types flag, a row key) as messages."""
     return [
         trusted(MailboxMessage, dict(zip(_FIELDS, row, strict=False)))
         if row[17] == 1
         else _salvage(row)
-        for row in db.execute(sql, params).fetchall()
+        for row in rows
     ]
 
 
@@ -190,7 +198,7 @@ def require_participant(db: sqlite3.Connection, mailbox_id: str, session_id: str
         (mailbox_id, session_id),
     ).fetchone()
     if row is None:
-        raise NotFoundError("mailbox not found for this session")
+        raise NotFoundError(rules.NOT_PARTICIPANT)
 
 
 def require_mailbox(db: sqlite3.Connection, mailbox_id: str) -> None:
@@ -400,7 +408,7 @@ _PARTICIPANT_UNREAD: Final = (
 _PARTICIPANT_IN_LIMIT: Final = 500
 
 
-def _participant(
+def participant_record(
     session: Any, name: Any, cursor: Any, left_at: Any, unread: int = 0
 ) -> MailboxParticipant:
     if not (
@@ -452,28 +460,48 @@ def participants(
         where = f"WHERE p.mailbox_id IN ({', '.join(':' + name for name in names)})"
         params |= dict(zip(names, mailbox_ids, strict=True))
     sql = participants_sql(with_unread, where)
-    wanted = set(mailbox_ids)
+    return group_participants(db.execute(sql, params), set(mailbox_ids))
+
+
+def group_participants(
+    rows: Any, wanted: set[str]
+) -> tuple[dict[str, list[MailboxParticipant]], dict[str, int]]:
+    """Participant rows (mailbox, session, name, cursor, left_at, unread), ordered by
+    mailbox and session, grouped per wanted mailbox with each mailbox's unread sum."""
+    grouped: dict[str, list[MailboxParticipant]] = defaultdict(list)
+    unread: dict[str, int] = defaultdict(int)
     current_id: Any = None
     current: list[MailboxParticipant] = []
-    for mailbox_id, session, name, cursor, left_at, count in db.execute(sql, params):
+    for mailbox_id, session, name, cursor, left_at, count in rows:
         if mailbox_id != current_id:
             current_id = mailbox_id
             current = grouped[mailbox_id] if mailbox_id in wanted else []
-        current.append(_participant(session, name, cursor, left_at, count or 0))
+        current.append(participant_record(session, name, cursor, left_at, count or 0))
         if count:
             unread[mailbox_id] += count
     return grouped, unread
 
 
 def _preview(db: sqlite3.Connection, rowid: int, prefix: object, length: int) -> str:
+    def whole() -> object:
+        row = db.execute("SELECT body FROM mailbox_messages WHERE rowid = ?", (rowid,)).fetchone()
+        return None if row is None else row[0]
+
+    return preview_of(prefix, length, whole)
+
+
+def preview_of(prefix: object, length: object, whole: Callable[[], object]) -> str:
+    """The latest message's preview from a prefix of its body (bytes or text) and the
+    body's length in bytes; ``whole()`` reads the whole body when the prefix did not
+    hold enough visible characters."""
     data = prefix if isinstance(prefix, bytes) else as_text(prefix).encode()
     truncated = isinstance(length, int) and length > len(data)
     result = preview(as_text(_complete_utf8_prefix(data) if truncated else data))
     if truncated and len(result) <= PREVIEW_CHARS:
         # The prefix did not hold 161 visible characters: use the whole body.
-        row = db.execute("SELECT body FROM mailbox_messages WHERE rowid = ?", (rowid,)).fetchone()
-        if row is not None:
-            result = preview(as_text(row[0]))
+        body = whole()
+        if body is not None:
+            result = preview(as_text(body))
     return result
 
 
@@ -622,6 +650,25 @@ def probe(db: sqlite3.Connection, mailbox_id: str) -> ChangeToken | None:
 
 def _build_summaries(db: sqlite3.Connection, rows: list[Any], human: bool) -> list[MailboxSummary]:
     by_mailbox, unread_by_mailbox = participants(db, [row[0] for row in rows], with_unread=human)
+    return build_summaries(
+        rows,
+        by_mailbox,
+        unread_by_mailbox,
+        human=human,
+        preview=lambda rowid, prefix, length: _preview(db, rowid, prefix, length),
+    )
+
+
+def build_summaries(
+    rows: list[Any],
+    by_mailbox: dict[str, list[MailboxParticipant]],
+    unread_by_mailbox: dict[str, int],
+    *,
+    human: bool,
+    preview: Callable[[Any, object, Any], str],
+) -> list[MailboxSummary]:
+    """Summary rows (id, latest sequence, unread, body prefix, body length, latest time,
+    row key) as summaries, on either engine; ``preview(key, prefix, length)``."""
     result = []
     for mid, latest_sequence, unread, prefix, length, latest_at, rowid in rows:
         result.append(
@@ -632,7 +679,7 @@ def _build_summaries(db: sqlite3.Connection, rows: list[Any], human: bool) -> li
                     "participants": by_mailbox.get(mid, []),
                     "latest_sequence": latest_sequence,
                     "unread_count": unread_by_mailbox.get(mid, 0) if human else unread,
-                    "latest_message_preview": _preview(db, rowid, prefix, length),
+                    "latest_message_preview": preview(rowid, prefix, length),
                     "latest_message_at": as_optional_text(latest_at),
                 },
             )

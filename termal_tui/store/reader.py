@@ -60,6 +60,7 @@ from termal_tui.store.connection import (
 from termal_tui.store.errors import NotFoundError, StorageError
 from termal_tui.store.health_queries import HealthRows
 from termal_tui.store.schema import SchemaInfo, verify_readable
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 if TYPE_CHECKING:
     from termal_tui.store.board.reader import BoardReader
@@ -318,7 +319,20 @@ async def _open_verified(
 async def open_reader(
     path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> AsyncIterator[MailboxReader]:
-    """Open a coordination database read-only. Raises a StoreError with one sentence."""
+    """Open a coordination database read-only. Raises a StoreError with one sentence.
+
+    ``path`` is TermAl's SQLite file or a ``postgresql://`` URL (read-only transactions
+    on the PostgreSQL engine, loaded only then)."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.reader import open_pg_reader
+
+        async with open_pg_reader(str(path), deadline=busy_timeout_ms / 1000) as pg:
+            yield pg  # type: ignore[misc]  # the mailbox reads of the same API
+        return
+    refuse_other_url(path)
     resolved = Path(path).expanduser()
     is_wal = inspect_database_file(resolved)
     identity = file_identity(resolved)  # before connecting: the file the connection reads

@@ -13,15 +13,12 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
 from termal_tui.formats import (
     BUSY_TIMEOUT_MS,
-    CLASS_NOT_SUPPORTED,
-    MAX_BODY_BYTES,
-    MAX_METADATA_BYTES,
     READ_LIMIT_DEFAULT,
     REQUEST_DEADLINE_SECONDS,
     Clock,
@@ -29,27 +26,21 @@ from termal_tui.formats import (
     check_count,
     check_position,
     clamp_read_limit,
-    class_supported,
     format_timestamp,
-    idempotency_key_too_long,
     mailbox_id_from,
     message_id_from,
     new_uuid,
     participant_key,
-    rust_trim,
     utc_now_ns,
-    utf8_len,
 )
 from termal_tui.models import (
-    CONTROL_TOPIC,
-    DISPATCH_OUTCOMES,
     DURABLE_BUT_NOT_WOKEN,
     AppendReceipt,
     MailboxMessage,
     MailboxSummary,
     UnreadWakeup,
 )
-from termal_tui.store import lifecycle, queries
+from termal_tui.store import lifecycle, queries, rules
 from termal_tui.store.connection import (
     WriterAdmission,
     connect_read_write,
@@ -61,12 +52,18 @@ from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
     RetryableError,
-    UnprocessableError,
-    ValidationError,
 )
 from termal_tui.store.finalizers import FinalizerClaims, finalizer_alive
 from termal_tui.store.lifecycle import in_write_transaction
+from termal_tui.store.rules import (  # re-exported: callers import them here
+    FINALIZER_POLL_SECONDS as FINALIZER_POLL_SECONDS,
+)
+from termal_tui.store.rules import (
+    FINALIZING_MESSAGE as FINALIZING_MESSAGE,
+)
+from termal_tui.store.rules import validate_append as validate_append
 from termal_tui.store.schema import ensure_schema
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewResult
@@ -74,46 +71,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def validate_append(
-    *,
-    sender_session_id: str,
-    target_session_id: str,
-    body: str,
-    idempotency_key: str,
-    topic: str | None,
-    state_stamp: str | None,
-    message_class: str | None,
-) -> None:
-    """TermAl's append validation, in TermAl's order. Raises ValidationError."""
-    if not class_supported(message_class):
-        raise ValidationError(CLASS_NOT_SUPPORTED)
-    if sender_session_id == target_session_id:
-        raise ValidationError("mailbox messages must target another session")
-    if not (
-        rust_trim(sender_session_id) and rust_trim(target_session_id) and rust_trim(idempotency_key)
-    ):
-        raise ValidationError("mailbox sender, target, and idempotency key are required")
-    if not rust_trim(body):
-        raise ValidationError("mailbox message cannot be empty")
-    if idempotency_key_too_long(idempotency_key):
-        raise ValidationError("mailbox idempotency key exceeds 256 bytes")
-    if utf8_len(body) > MAX_BODY_BYTES:
-        raise ValidationError(f"mailbox body exceeds {MAX_BODY_BYTES} bytes")
-    if topic is not None and utf8_len(topic) > MAX_METADATA_BYTES:
-        raise ValidationError(f"mailbox topic exceeds {MAX_METADATA_BYTES} bytes")
-    if state_stamp is not None and utf8_len(state_stamp) > MAX_METADATA_BYTES:
-        raise ValidationError(f"mailbox state stamp exceeds {MAX_METADATA_BYTES} bytes")
-
-
 def _one(db: sqlite3.Connection, sql: str, params: Any = ()) -> Any:
     return db.execute(sql, params).fetchone()
-
-
-FINALIZING_MESSAGE: Final = (
-    "mailbox dispatch outcome is still finalizing; the original mailbox append is durable "
-    "and replaying the same idempotency key is safe"
-)
-FINALIZER_POLL_SECONDS: Final = 0.02
 
 
 class MailboxWriter:
@@ -217,24 +176,18 @@ class MailboxWriter:
         def work(db: sqlite3.Connection) -> AppendReceipt:
             existing = _one(
                 db,
-                "SELECT mailbox_id, id, sequence, target_session_id, body, topic, state_stamp, "
-                "unread_depth_at_append, dispatch_outcome FROM mailbox_messages "
+                f"SELECT {rules.DUPLICATE_COLUMNS} FROM mailbox_messages "
                 "WHERE sender_session_id = ? AND idempotency_key = ?",
                 (sender_session_id, idempotency_key),
             )
             if existing is not None:
-                if tuple(existing[3:7]) != (target_session_id, body, topic, state_stamp):
-                    raise ConflictError(
-                        f"idempotency key `{idempotency_key}` was already used for a "
-                        "different mailbox message"
-                    )
-                return AppendReceipt(
-                    mailbox_id=existing[0],
-                    message_id=existing[1],
-                    sequence=existing[2],
-                    unread_depth=existing[7],
-                    notification_disposition=existing[8] or "",
-                    duplicate=True,
+                return rules.duplicate_receipt(
+                    existing,
+                    idempotency_key=idempotency_key,
+                    target_session_id=target_session_id,
+                    body=body,
+                    topic=topic,
+                    state_stamp=state_stamp,
                 )
             receipt = self._insert_message(
                 db,
@@ -360,7 +313,7 @@ class MailboxWriter:
             (mailbox_id, target_session_id),
         )
         if cursor_row is None:
-            raise ConflictError("target session is a departed mailbox participant")
+            raise ConflictError(rules.DEPARTED_TARGET)
         unread_depth = _one(
             db,
             "SELECT COUNT(*) + 1 FROM mailbox_messages WHERE mailbox_id = ? "
@@ -418,11 +371,7 @@ class MailboxWriter:
         so a recovery or delivery that already happened is never regressed. Ends the
         pending finalization that duplicates of this message wait for.
         """
-        if outcome not in DISPATCH_OUTCOMES:
-            raise ValidationError(
-                f"unknown dispatch outcome `{outcome}`; expected one of "
-                + ", ".join(DISPATCH_OUTCOMES)
-            )
+        rules.check_outcome(outcome)
 
         def work(db: sqlite3.Connection) -> str:
             cursor = db.execute(
@@ -435,7 +384,7 @@ class MailboxWriter:
                     db, "SELECT dispatch_outcome FROM mailbox_messages WHERE id = ?", (message_id,)
                 )
                 if row is None:
-                    raise NotFoundError(f"mailbox message `{message_id}` does not exist")
+                    raise rules.missing_message(message_id)
                 return str(row[0])
             db.execute(
                 "UPDATE mailbox_messages SET notification_disposition = ? "
@@ -559,21 +508,14 @@ class MailboxWriter:
         processed_through: int,
     ) -> MailboxSummary:
         """Forward-only compare-and-swap of the caller's cursor; summary built in the same tx."""
-        check_count("expectedProcessedThrough", expected_processed_through)
-        check_count("processedThrough", processed_through)
-        if processed_through < expected_processed_through:
-            raise ValidationError("mailbox acknowledgement cannot move backwards")
+        rules.check_acknowledgement(expected_processed_through, processed_through)
 
         def work(db: sqlite3.Connection) -> MailboxSummary:
             queries.require_participant(db, mailbox_id, session_id)
             row = _one(db, "SELECT next_sequence - 1 FROM mailboxes WHERE id = ?", (mailbox_id,))
             if row is None:
-                raise NotFoundError("mailbox not found")
-            latest = row[0]
-            if processed_through > latest:
-                raise ValidationError(
-                    f"mailbox acknowledgement {processed_through} exceeds latest sequence {latest}"
-                )
+                raise NotFoundError(rules.ACK_MAILBOX_NOT_FOUND)
+            rules.check_within_latest(processed_through, row[0])
             cursor = db.execute(
                 "UPDATE mailbox_participants SET processed_through = ? "
                 "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL "
@@ -587,16 +529,14 @@ class MailboxWriter:
                     "WHERE mailbox_id = ? AND session_id = ? AND left_at IS NULL",
                     (mailbox_id, session_id),
                 )
-                if current is None:
-                    raise NotFoundError("mailbox participant not found")
-                if current[0] < processed_through:
-                    raise ConflictError(
-                        "mailbox acknowledgement conflict: processedThrough no longer equals "
-                        f"{expected_processed_through}"
-                    )
+                rules.settle_failed_swap(
+                    None if current is None else current[0],
+                    expected_processed_through,
+                    processed_through,
+                )
             found = queries.summaries(db, session_id, mailbox_id)
             if not found:
-                raise NotFoundError("mailbox not found while acknowledging")
+                raise NotFoundError(rules.ACK_SUMMARY_NOT_FOUND)
             return found[0]
 
         return await self._transaction(
@@ -689,40 +629,16 @@ class MailboxWriter:
         result: ReviewResult | dict[str, Any],
     ) -> AppendReceipt:
         """Commit a structured review result as a control-plane row that never wakes anyone."""
-        # Imported here: review results are validated with pydantic, which costs every
-        # other command (hooks, send) ~70 ms of start-up.
-        from termal_tui.review import (
-            ReviewResultJSONError,
-            build_envelope,
-            parse_review_result,
-            review_idempotency_key,
-            review_state_stamp,
-        )
-
-        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
-            raise ValidationError("review-result submission attempt must be a positive integer")
-        try:
-            parsed = parse_review_result(result)
-            body = build_envelope(
-                parsed,
-                delegation_id=delegation_id,
-                child_session_id=child_session_id,
-                attempt=attempt,
-            )
-        except ReviewResultJSONError as error:
-            raise UnprocessableError(str(error)) from None
-        except ValueError as error:
-            raise ValidationError(str(error)) from None
         receipt = await self.append(
-            sender_session_id=child_session_id,
-            sender_name=child_name,
-            target_session_id=coordinator_session_id,
-            target_name=coordinator_name,
-            body=body,
-            idempotency_key=review_idempotency_key(delegation_id, attempt),
-            topic=CONTROL_TOPIC,
-            state_stamp=review_state_stamp(delegation_id, attempt),
-            finalizing=True,
+            **rules.review_request(
+                delegation_id=delegation_id,
+                attempt=attempt,
+                child_session_id=child_session_id,
+                child_name=child_name,
+                coordinator_session_id=coordinator_session_id,
+                coordinator_name=coordinator_name,
+                result=result,
+            )
         )
         if receipt.duplicate:
             return receipt
@@ -745,7 +661,27 @@ async def open_writer(
     deadline: float = REQUEST_DEADLINE_SECONDS,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
 ) -> AsyncIterator[MailboxWriter]:
-    """Open (creating if needed) a coordination database for writing, schema ensured."""
+    """Open (creating if needed) a coordination database for writing, schema ensured.
+
+    ``path`` is TermAl's SQLite file, or a ``postgresql://`` URL (the PostgreSQL engine,
+    loaded only then: the SQLite path imports nothing of it). Any other URL is refused:
+    it is never taken for a relative path."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.writer import open_pg_writer
+
+        async with open_pg_writer(
+            str(path),
+            clock=clock,
+            new_id=new_id,
+            deadline=deadline,
+            busy_timeout_ms=busy_timeout_ms,
+        ) as pg:
+            yield pg  # type: ignore[misc]  # the same public API (PgMailboxWriter)
+        return
+    refuse_other_url(path)
     resolved = Path(path).expanduser()
     db = await connect_read_write(resolved, busy_timeout_ms)
     writer = MailboxWriter(db, resolved, clock=clock, new_id=new_id, deadline=deadline)

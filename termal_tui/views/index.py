@@ -30,6 +30,7 @@ from termal_tui.vocabulary import FINDING_WORDS, counted
 
 if TYPE_CHECKING:
     from termal_tui.health import Thresholds
+    from termal_tui.store.health_queries import HealthRows
     from termal_tui.views.live import Handle
 
 HEALTH_EVERY_SECONDS: Final = 30.0
@@ -130,6 +131,7 @@ class IndexModel:
         self._counting = False
         self._totals_stale = False  # a commit since the last count
         self._health_at = -1e18
+        self._health_rows: tuple[object, HealthRows | None] = (None, None)  # (key, rows)
         self._read_at = -1e18  # when the pages were last read, and how long it took
         self._read_took = 0.0
         self._totals_at = -1e18
@@ -225,6 +227,7 @@ class IndexModel:
     def request_refresh(self) -> None:
         """``r``: the pages again now, and the markers, whatever the version says."""
         self._health_at = -1e18
+        self._health_rows = (None, None)
         self._dirty = True
         self.source.request_check()
         if self.source.reader is not None and not self.deferred:
@@ -436,12 +439,20 @@ class IndexModel:
         if self.more or self.matches is not None:
             only = {summary.id for summary in (*self.summaries, *(self.matches or []))}
         now, thresholds = self.clock.now(), self.thresholds
+        # Nothing committed since the last pass over the same cards: its rows are still
+        # the file's; only the ages move on (a pass over a 1,000,000-message file cost
+        # ~0.7 s of CPU every 30 s, idle).
+        mark = self.source.change_mark
+        key = None if mark is None else (mark, None if only is None else frozenset(only))
+        rows = self._health_rows[1] if key is not None and self._health_rows[0] == key else None
         try:
             report = await self.source.read(
                 lambda reader: health_report(
-                    reader, now=now, thresholds=thresholds, mailbox_ids=only
+                    reader, now=now, thresholds=thresholds, mailbox_ids=only, rows=rows
                 )
             )
+            if report.rows is not None:
+                self._health_rows = (key, report.rows)
         finally:
             self._marking = False
             if self._markers_again:

@@ -317,6 +317,14 @@ class LiveSource:
             await stack.aclose()
         self._idle.set()
 
+    @property
+    def change_mark(self) -> tuple[int, int] | None:
+        """Which file (its generation) in which state (its ``data_version`` at the last
+        check): equal marks, nothing committed in between. None: not checked yet."""
+        if self._version is None:
+            return None
+        return (self.generation, self._version)
+
     def subscribe(self, callback: Callable[[LiveEvent], object]) -> Subscription:
         subscription = Subscription(self, callback)
         self._subscribers.add(subscription)
@@ -579,6 +587,8 @@ class LiveSource:
         self.status = replace(self.status, **changes)  # type: ignore[arg-type]
 
     def _emit(self, kind: EventKind) -> None:
+        if self._closed:  # a closing source says nothing: its subscribers are going away
+            return
         event = LiveEvent(kind, self.status)
         for subscription in list(self._subscribers):
             subscription.callback(event)

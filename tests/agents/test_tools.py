@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import sqlite3
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.registry import Registry, WouldWait
+from termal_tui.agents.registry import WouldWait
 from termal_tui.agents.tools import (
     SEND_OUTCOME_UNKNOWN,
     AgentTools,
@@ -24,37 +21,11 @@ from termal_tui.agents.tools import (
 from termal_tui.agents.wake import ChannelWatcher
 from termal_tui.errors import ErrorKind
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError, StorageError
-from termal_tui.store.writer import MailboxWriter, open_writer
+from termal_tui.store.writer import open_writer
+from tests.agents.conftest import Peers, send
 from tests.helpers import rows
 
-
-@dataclasses.dataclass
-class Peers:
-    registry: Registry
-    alice: AgentTools
-    bob: AgentTools
-    writer: MailboxWriter
-
-
-@pytest.fixture
-async def peers(db_path: Path) -> AsyncIterator[Peers]:
-    registry = Registry.beside(db_path)
-    alice = registry.add("Alice", agent="Claude")
-    bob = registry.add("bob", agent="Codex")
-    async with open_writer(db_path, busy_timeout_ms=100, deadline=0.3) as writer:
-        fast = ReplayPolicy(base_delay=0.05, min_replay_budget=0.0)
-        yield Peers(
-            registry,
-            AgentTools(writer, registry, alice.id, replay=fast),
-            AgentTools(writer, registry, bob.id, replay=fast),
-            writer,
-        )
-
-
-async def _send(tools: AgentTools, to: str, body: str, key: str, **extra: object) -> dict:
-    return await tools.call(
-        "termal_send_to_session", {"sessionId": to, "message": body, "idempotencyKey": key, **extra}
-    )
+_send = send
 
 
 async def test_registry_reads_are_answered_at_once_else_in_a_worker_thread(

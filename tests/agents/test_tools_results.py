@@ -6,8 +6,6 @@ safe, and the state needed next; an unknown tool is an unknown tool."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,30 +13,14 @@ import pytest
 from termal_tui.agents.board_tools import fit_page
 from termal_tui.agents.catalog import READ_RESULT_BUDGET, tool_catalog
 from termal_tui.agents.mcp_server import error_result
-from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, ToolError
 from termal_tui.errors import ErrorKind
 from termal_tui.formats import MAX_BODY_BYTES
 from termal_tui.store.errors import RetryableError
-from termal_tui.store.writer import open_writer
-from tests.agents.test_tools import Peers, _send
+from tests.agents.conftest import Peers
+from tests.agents.conftest import send as _send
 
 SCHEMAS = {tool["name"]: tool["outputSchema"] for tool in tool_catalog()}
-
-
-@pytest.fixture
-async def peers(db_path: Path) -> AsyncIterator[Peers]:
-    registry = Registry.beside(db_path)
-    alice = registry.add("Alice", agent="Claude")
-    bob = registry.add("bob", agent="Codex")
-    async with open_writer(db_path, busy_timeout_ms=100, deadline=0.3) as writer:
-        fast = ReplayPolicy(base_delay=0.05, min_replay_budget=0.0)
-        yield Peers(
-            registry,
-            AgentTools(writer, registry, alice.id, replay=fast),
-            AgentTools(writer, registry, bob.id, replay=fast),
-            writer,
-        )
 
 
 def _valid(name: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -8,15 +8,15 @@ from termal_tui.store import NotFoundError, ValidationError, open_writer
 from tests.helpers import StepClock, execute, rows, send
 
 
-def _states(db_path):
+def _states(db):
     return rows(
-        db_path,
+        db,
         "SELECT sequence, notification_disposition, dispatch_outcome FROM mailbox_messages "
         "ORDER BY mailbox_id, sequence",
     )
 
 
-async def test_outcome_is_recorded_once_and_advances_only_never_woken_state(writer, db_path):
+async def test_outcome_is_recorded_once_and_advances_only_never_woken_state(writer, db):
     receipt = await send(writer)
     assert await writer.record_dispatch_outcome(receipt.message_id, "queuedBehindActiveTurn") == (
         "queuedBehindActiveTurn"
@@ -25,14 +25,14 @@ async def test_outcome_is_recorded_once_and_advances_only_never_woken_state(writ
     assert await writer.record_dispatch_outcome(receipt.message_id, "deliveredToIdleSession") == (
         "queuedBehindActiveTurn"
     )
-    assert _states(db_path) == [(1, "queuedBehindActiveTurn", "queuedBehindActiveTurn")]
+    assert _states(db) == [(1, "queuedBehindActiveTurn", "queuedBehindActiveTurn")]
 
 
-async def test_initial_outcome_never_regresses_a_recovered_or_delivered_state(writer, db_path):
+async def test_initial_outcome_never_regresses_a_recovered_or_delivered_state(writer, db):
     receipt = await send(writer)
     await writer.mark_recovered_through("session-b", receipt.mailbox_id, 1)
     await writer.record_dispatch_outcome(receipt.message_id, "queuedBehindActiveTurn")
-    assert _states(db_path) == [(1, "recoveredWake", "queuedBehindActiveTurn")]
+    assert _states(db) == [(1, "recoveredWake", "queuedBehindActiveTurn")]
 
 
 async def test_outcome_validation_and_missing_message(writer):
@@ -43,57 +43,57 @@ async def test_outcome_validation_and_missing_message(writer):
         await writer.record_dispatch_outcome("mailbox-message-missing", "durableButNotWoken")
 
 
-async def test_never_woken_recovery_marks_only_durable_rows(writer, db_path):
+async def test_never_woken_recovery_marks_only_durable_rows(writer, db):
     first = await send(writer)
     second = await send(writer)
     await writer.record_dispatch_outcome(second.message_id, "deliveredToIdleSession")
     changed = await writer.mark_recovered_through("session-b", first.mailbox_id, 2)
     assert changed == 1
-    assert [row[1] for row in _states(db_path)] == ["recoveredWake", "deliveredToIdleSession"]
+    assert [row[1] for row in _states(db)] == ["recoveredWake", "deliveredToIdleSession"]
 
 
-async def test_boot_recovery_marks_every_unread_row_including_unknown_states(writer, db_path):
+async def test_boot_recovery_marks_every_unread_row_including_unknown_states(writer, db):
     first = await send(writer)
     second = await send(writer)
     await writer.record_dispatch_outcome(second.message_id, "deliveredToIdleSession")
     execute(
-        db_path,
+        db,
         "UPDATE mailbox_messages SET notification_disposition='legacyUnknownState' "
         "WHERE sequence = 1",
     )
     changed = await writer.mark_recovered_through("session-b", first.mailbox_id, 2, boot=True)
     assert changed == 2
-    assert [row[1] for row in _states(db_path)] == ["recoveredWake", "recoveredWake"]
+    assert [row[1] for row in _states(db)] == ["recoveredWake", "recoveredWake"]
     # The immutable receipt outcome stays as it was.
-    assert _states(db_path)[1][2] == "deliveredToIdleSession"
+    assert _states(db)[1][2] == "deliveredToIdleSession"
 
 
-async def test_boot_recovery_skips_processed_rows(writer, db_path):
+async def test_boot_recovery_skips_processed_rows(writer, db):
     first = await send(writer)
     await send(writer)
     await writer.acknowledge("session-b", first.mailbox_id, 0, 1)
     assert await writer.mark_recovered_through("session-b", first.mailbox_id, 2, boot=True) == 1
-    assert [row[1] for row in _states(db_path)] == ["durableButNotWoken", "recoveredWake"]
+    assert [row[1] for row in _states(db)] == ["durableButNotWoken", "recoveredWake"]
 
 
-async def test_delivery_marks_every_covered_row(writer, db_path):
+async def test_delivery_marks_every_covered_row(writer, db):
     first = await send(writer)
     await send(writer)
     await send(writer)
     await writer.mark_recovered_through("session-b", first.mailbox_id, 3)
     assert await writer.mark_delivered_through("session-b", first.mailbox_id, 2) == 2
-    assert [row[1] for row in _states(db_path)] == [
+    assert [row[1] for row in _states(db)] == [
         "deliveredToIdleSession",
         "deliveredToIdleSession",
         "recoveredWake",
     ]
 
 
-async def test_ordinary_pass_is_capped_at_16_newest_and_boot_pass_is_not(db_path):
+async def test_ordinary_pass_is_capped_at_16_newest_and_boot_pass_is_not(db):
     from termal_tui.store.writer import open_writer
     from tests.helpers import counter_ids
 
-    async with open_writer(db_path, clock=StepClock(), new_id=counter_ids()) as writer:
+    async with open_writer(db, clock=StepClock(), new_id=counter_ids()) as writer:
         receipts = [await send(writer, f"session-p{i:02d}", "session-s") for i in range(17)]
         ordinary = await writer.wakeups_for_session("session-s")
         boot = await writer.wakeups_for_session("session-s", boot=True)
@@ -102,14 +102,14 @@ async def test_ordinary_pass_is_capped_at_16_newest_and_boot_pass_is_not(db_path
     assert [w.mailbox_id for w in ordinary] == [r.mailbox_id for r in reversed(receipts[1:])]
 
 
-async def test_ordinary_pass_ties_break_by_mailbox_id(db_path):
+async def test_ordinary_pass_ties_break_by_mailbox_id(db):
     from datetime import UTC, datetime
 
     from termal_tui.store.writer import open_writer
     from tests.helpers import counter_ids
 
     fixed = datetime(2026, 7, 30, tzinfo=UTC)
-    async with open_writer(db_path, clock=lambda: fixed, new_id=counter_ids()) as writer:
+    async with open_writer(db, clock=lambda: fixed, new_id=counter_ids()) as writer:
         for i in range(3):
             await send(writer, f"session-p{i}", "session-s")
         ordinary = await writer.wakeups_for_session("session-s")
@@ -128,9 +128,9 @@ async def test_never_woken_candidate_is_not_always_the_newest_unread(writer):
     assert wake.unread_count == 3
 
 
-async def test_unknown_state_is_ignored_by_the_ordinary_pass(writer, db_path):
+async def test_unknown_state_is_ignored_by_the_ordinary_pass(writer, db):
     await send(writer)
-    execute(db_path, "UPDATE mailbox_messages SET notification_disposition = 'legacyUnknownState'")
+    execute(db, "UPDATE mailbox_messages SET notification_disposition = 'legacyUnknownState'")
     assert await writer.wakeups_for_session("session-b") == []
     assert len(await writer.wakeups_for_session("session-b", boot=True)) == 1
 

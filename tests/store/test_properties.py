@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from termal_tui.store import ConflictError, ValidationError, open_reader, open_writer
-from tests.helpers import StepClock, counter_ids, cursors, digest, rows
+from tests.helpers import StepClock, counter_ids, cursors, rows, state_of
 
 SESSIONS = ["session-a", "session-b", "session-c"]
 
@@ -35,16 +35,14 @@ operation = st.one_of(
 )
 
 
-async def _run(ops):
+async def _run(ops, fresh):
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "coordination.sqlite"
+        path = fresh() or Path(directory) / "coordination.sqlite"
         history: dict[tuple, int] = {}
         inserted = 0
         async with open_writer(path, clock=StepClock(), new_id=counter_ids()) as writer:
             for op in ops:
-                before_cursors = (
-                    {(c[0], c[1]): c[2] for c in cursors(path)} if path.exists() else {}
-                )
+                before_cursors = {(c[0], c[1]): c[2] for c in cursors(path)}
                 count_before = rows(path, "SELECT COUNT(*) FROM mailbox_messages")[0][0]
                 if op[0] == "send":
                     _, sender, target, key, body = op
@@ -69,7 +67,7 @@ async def _run(ops):
                 else:
                     _, session, _peer, expected, through = op
                     key = None
-                    for mailbox_id, session_id, *_ in cursors(path) if path.exists() else []:
+                    for mailbox_id, session_id, *_ in cursors(path):
                         if session_id == session:
                             key = mailbox_id
                     if key is not None:
@@ -90,19 +88,25 @@ async def _run(ops):
             assert sequences == list(range(1, next_sequence))  # dense per mailbox
         assert rows(path, "SELECT COUNT(*) FROM mailbox_messages")[0][0] == inserted
         # The reader never changes the database.
-        before = (digest(path), cursors(path))
+        before = state_of(path)
         async with open_reader(path) as reader:
             for summary in await reader.list_mailboxes():
                 await reader.read_page(summary.id)
                 for participant in summary.participants:
                     await reader.list_mailboxes(session_id=participant.session_id)
-        assert (digest(path), cursors(path)) == before
+        assert state_of(path) == before
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(operation, min_size=1, max_size=25))
-def test_delivery_invariants_hold_for_any_operation_sequence(ops):
-    asyncio.run(_run(ops))
+def test_delivery_invariants_hold_for_any_operation_sequence(engine, request, ops):
+    # A fresh database per example: a new file, or a new schema on the test server.
+    server = request.getfixturevalue("pg_server") if engine == "postgres" else None
+    asyncio.run(_run(ops, lambda: server.fresh_database() if server else None))
 
 
 WORKER = """

@@ -10,7 +10,7 @@ import pytest
 
 from termal_tui.review import parse_envelope
 from termal_tui.store import ConflictError, SchemaError, ValidationError, open_reader, open_writer
-from tests.helpers import execute, rows, send
+from tests.helpers import execute, rows, send, sqlite_only
 
 CONTROL = "delegation-review-result/v1"
 LEGACY_SCHEMA = """
@@ -48,30 +48,32 @@ def _make_legacy(path):
     db.close()
 
 
-async def test_fresh_database_gets_meta_markers_board_tables_and_pragmas(writer, db_path):
-    meta = dict(rows(db_path, "SELECT key, value FROM meta"))
+async def test_fresh_database_gets_the_meta_markers(writer, db):
+    meta = dict(rows(db, "SELECT key, value FROM meta"))
     assert meta == {
         "coordination_schema_version": "1",
         "mailbox_dispatch_outcome_backfill_v1": "complete",
         "legacy_coordination_import_v1": "no-legacy-state",
     }
-    tables = {r[0] for r in rows(db_path, "SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+@sqlite_only
+async def test_fresh_file_gets_board_tables_pragmas_and_modes(writer, db):
+    tables = {r[0] for r in rows(db, "SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"coordination_board_scopes", "coordination_board_idempotency"} <= tables
-    assert rows(db_path, "PRAGMA journal_mode") == [("wal",)]
-    columns = [r[1] for r in rows(db_path, "PRAGMA table_info(mailbox_messages)")]
+    assert rows(db, "PRAGMA journal_mode") == [("wal",)]
+    columns = [r[1] for r in rows(db, "PRAGMA table_info(mailbox_messages)")]
     assert columns[-1] == "dispatch_outcome" and len(columns) == 16
-    assert stat.S_IMODE(db_path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
 
 
-async def test_writer_refuses_an_unsupported_schema_version(writer, db_path):
-    execute(db_path, "UPDATE meta SET value = '7' WHERE key = 'coordination_schema_version'")
+async def test_writer_refuses_an_unsupported_schema_version(writer, db):
+    execute(db, "UPDATE meta SET value = '7' WHERE key = 'coordination_schema_version'")
     with pytest.raises(SchemaError, match="unsupported SQLite coordination schema version `7`"):
-        async with open_writer(db_path):
+        async with open_writer(db):
             pass
-    assert rows(db_path, "SELECT value FROM meta WHERE key='coordination_schema_version'") == [
-        ("7",)
-    ]
+    assert rows(db, "SELECT value FROM meta WHERE key='coordination_schema_version'") == [("7",)]
 
 
 async def test_reader_reads_a_pre_migration_file_without_changing_it(tmp_path):
@@ -166,11 +168,11 @@ async def _submit(writer, attempt=1, **overrides):
     )
 
 
-async def test_review_result_is_a_control_row_that_never_wakes(writer, db_path):
+async def test_review_result_is_a_control_row_that_never_wakes(writer, db):
     receipt = await _submit(writer)
     assert receipt.notification_disposition == "durableButNotWoken"
     ((topic, stamp, key, state, outcome, body),) = rows(
-        db_path,
+        db,
         "SELECT topic, state_stamp, idempotency_key, notification_disposition, dispatch_outcome, "
         "body FROM mailbox_messages",
     )
@@ -221,11 +223,11 @@ async def test_exact_review_retry_returns_the_original_and_a_different_result_co
         {"summary": "   "},
     ],
 )
-async def test_invalid_review_results_are_rejected_before_append(writer, db_path, overrides):
+async def test_invalid_review_results_are_rejected_before_append(writer, db, overrides):
     # Exact texts and classes are pinned against TermAl in test_store_parity.py.
     with pytest.raises(ValidationError, match=r"review result|review finding severity"):
         await _submit(writer, **overrides)
-    assert rows(db_path, "SELECT COUNT(*) FROM mailbox_messages") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM mailbox_messages") == [(0,)]
 
 
 async def test_review_result_requires_all_eight_fields(writer):

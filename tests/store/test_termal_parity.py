@@ -26,7 +26,17 @@ from termal_tui.store.errors import (
     ValidationError,
 )
 from termal_tui.store.schema import COPY_ORDER
-from tests.helpers import StepClock, counter_ids, execute, rows, send
+from tests.helpers import ENGINES, StepClock, counter_ids, execute, rows, send
+
+both_engines = pytest.mark.parametrize("engine", ENGINES)
+"""This module checks TermAl's own file: its tests run on SQLite (the ``engine`` fixture
+below), except the contract rules marked ``@both_engines``."""
+
+
+@pytest.fixture
+def engine() -> str:
+    return "sqlite"
+
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BASE_RESULT = {
@@ -147,18 +157,20 @@ async def _review(writer, result, attempt=1):
     )
 
 
+@both_engines
 @pytest.mark.parametrize(("overrides", "status", "message"), REVIEW_CASES)
 async def test_review_result_errors_are_termals_sentences_and_classes(
-    writer, db_path, overrides, status, message
+    writer, db, overrides, status, message
 ):
     with pytest.raises(ValidationError) as raised:
         await _review(writer, BASE_RESULT | overrides)
     assert str(raised.value) == message
     assert raised.value.http_status == status
     assert isinstance(raised.value, UnprocessableError) == (status == 422)
-    assert rows(db_path, "SELECT COUNT(*) FROM mailbox_messages") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM mailbox_messages") == [(0,)]
 
 
+@both_engines
 async def test_missing_review_field_is_unprocessable(writer):
     result = dict(BASE_RESULT)
     del result["notes"]
@@ -166,9 +178,10 @@ async def test_missing_review_field_is_unprocessable(writer):
         await _review(writer, result)
 
 
-async def test_review_summary_is_trimmed_like_rust_not_python(writer, db_path):
+@both_engines
+async def test_review_summary_is_trimmed_like_rust_not_python(writer, db):
     await _review(writer, BASE_RESULT | {"summary": "\x1f summary "})
-    ((body,),) = rows(db_path, "SELECT body FROM mailbox_messages")
+    ((body,),) = rows(db, "SELECT body FROM mailbox_messages")
     assert json.loads(body)["summary"] == "\x1f summary"
     assert '"summary":"\\u001f summary"' in body  # byte-identical to serde_json's escaping
 
@@ -400,6 +413,7 @@ async def test_reactivation_with_nothing_departed_needs_no_write_lock(writer, db
         blocker.close()
 
 
+@both_engines
 async def test_writer_reads_during_appends_never_nest_or_see_uncommitted_rows(writer):
     await send(writer)
 
@@ -419,8 +433,9 @@ async def test_writer_reads_during_appends_never_nest_or_see_uncommitted_rows(wr
         assert summaries[0].latest_sequence in (trial + 1, trial + 2)
 
 
-async def test_duplicate_waits_for_a_pending_finalization_outside_the_writer_slot(db_path):
-    async with open_writer(db_path, deadline=2.0) as writer:
+@both_engines
+async def test_duplicate_waits_for_a_pending_finalization_outside_the_writer_slot(db):
+    async with open_writer(db, deadline=2.0) as writer:
         original = await send(writer, key="pending", finalizing=True)
 
         async def finalize_later():
@@ -434,13 +449,14 @@ async def test_duplicate_waits_for_a_pending_finalization_outside_the_writer_slo
         assert duplicate.notification_disposition == "deliveredToIdleSession"
 
 
-async def test_duplicate_of_a_stuck_finalization_fails_retryable_then_resolves(db_path):
-    async with open_writer(db_path, deadline=0.3) as writer:
+@both_engines
+async def test_duplicate_of_a_stuck_finalization_fails_retryable_then_resolves(db):
+    async with open_writer(db, deadline=0.3) as writer:
         await send(writer, key="stuck", finalizing=True)
         with pytest.raises(RetryableError, match=r"still finalizing.*replaying the same"):
             await send(writer, key="stuck")
     # After a restart there is no live finalizer: the append-boundary receipt.
-    async with open_writer(db_path) as writer:
+    async with open_writer(db) as writer:
         again = await send(writer, key="stuck")
         assert again.duplicate and again.notification_disposition == "durableButNotWoken"
 

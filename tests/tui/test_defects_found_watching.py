@@ -98,6 +98,26 @@ async def test_search_and_quit_stay_in_a_narrow_footer(demo_db, width):
         assert fits(in_tab)
 
 
+async def test_the_footer_is_rebuilt_only_when_the_keys_on_offer_change(demo_db):
+    """Every focus move and refresh_bindings asked the footer to rebuild its keys, which
+    was the largest single cost of opening a tab: the same keys keep their widgets."""
+    from textual.widgets._footer import FooterKey
+
+    app = app_for(demo_db)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(app, pilot)
+        before = list(app.screen.query(FooterKey))
+        for _ in range(3):
+            app.screen.refresh_bindings()
+            await pilot.pause()
+        assert list(app.screen.query(FooterKey)) == before  # the same objects
+        await open_view(app, pilot, "planner", "backend")
+        await pilot.pause()
+        in_tab = list(app.screen.query(FooterKey))
+        assert "search" in {key.action for key in in_tab}
+        assert not set(map(id, in_tab)) & set(map(id, before))
+
+
 async def test_a_tabs_key_on_the_index_says_what_it_does_and_where(demo_db):
     """o, f, e, c pressed on the index did nothing and said nothing."""
     app = app_for(demo_db)

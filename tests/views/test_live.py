@@ -305,3 +305,27 @@ async def test_a_missing_folder_is_waited_for(tmp_path):
     assert source.status.phase == "missing" and "nor does its folder" in source.status.reason
     await source.close()
     shutil.rmtree(tmp_path / "nowhere", ignore_errors=True)
+
+
+async def test_a_closing_source_says_nothing_to_its_subscribers(writer, db_path):
+    """A check that fails because the source is closing under it (the connection goes
+    away mid-read) is not news: subscribers are being taken down and must hear nothing
+    (a status line that was already gone met a "state" event at exit)."""
+    await send(writer)
+    clock = ManualClock()
+    source = await started(db_path, clock)
+    events = Events(source)
+    entered = asyncio.Event()
+
+    async def check_that_dies_with_its_connection() -> None:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("the connection was closed") from None
+
+    source.check = check_that_dies_with_its_connection  # type: ignore[method-assign]
+    source.request_check()
+    await entered.wait()
+    await source.close()
+    assert events.kinds() == []

@@ -177,18 +177,8 @@ class JsonText:
 
     def replace_string(self, keys: Sequence[str | int], new: str) -> None:
         """Replace the string at ``keys`` (objects by key, arrays by index)."""
-        at = self._skip(0)
-        decoder = json.JSONDecoder()
-        for key in keys:
-            if isinstance(key, str):
-                members, _c = self._object_at(at)
-                at = members[key][0]
-            else:
-                at = self._skip(at + 1)
-                for _ in range(key):
-                    _v, end = decoder.raw_decode(self.text, at)
-                    at = self._skip(self._skip(end) + 1)
-        _v, end = decoder.raw_decode(self.text, at)
+        at = self._path_start(keys)
+        _v, end = json.JSONDecoder().raw_decode(self.text, at)
         self._splice(at, end, json.dumps(new, ensure_ascii=False))
 
     # ------------------------------------------------------------ deleting

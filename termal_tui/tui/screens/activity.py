@@ -12,18 +12,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from textual import on, work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
-from termal_tui.tui.messages import LiveChanged, follow_live
-from termal_tui.tui.widgets.footer import FittingFooter
+from termal_tui.tui.messages import LiveChanged
+from termal_tui.tui.screens.live_list import LiveListScreen
 from termal_tui.views.activity import (
     KIND_LABELS,
     KINDS,
@@ -32,7 +29,7 @@ from termal_tui.views.activity import (
     Jump,
     event_words,
 )
-from termal_tui.views.live import LiveSource, Subscription, Superseded
+from termal_tui.views.live import LiveSource, Superseded
 from termal_tui.vocabulary import counted
 
 NEW_MARK = "● "
@@ -82,7 +79,7 @@ class EventList(OptionList):
     BINDINGS = [Binding("enter", "select", "Open")]
 
 
-class ActivityScreen(Screen[Jump | None]):
+class ActivityScreen(LiveListScreen[Jump | None]):
     DEFAULT_CSS = """
     ActivityScreen #activity-status { height: auto; padding: 0 1; background: $panel; }
     ActivityScreen #events { height: 1fr; border: none; }
@@ -99,29 +96,17 @@ class ActivityScreen(Screen[Jump | None]):
         Binding("r", "reload", "Refresh", show=False),
     ]
 
+    NAME = "activity"
+    LIST_ID = "events"
+    READING = "◌ Reading the activity…"
+
     def __init__(self, source: LiveSource, *, page: int = 100) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.model = ActivityModel(source.clock.now, page=page)
-        self._subscription: Subscription | None = None
-        self._problem = ""
         self._shown: list[ActivityEvent] = []
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Content("◌ Reading the activity…"), id="activity-status")
-            yield EventList(id="events")
-        yield FittingFooter()
-
-    def on_mount(self) -> None:
-        self.title = "termal-tui (read-only) — activity"
-        self._subscription = follow_live(self, self.source)
-        self.query_one(EventList).focus()
-        self.reload()
-
-    def on_unmount(self) -> None:
-        if self._subscription is not None:
-            self._subscription.close()
+    def make_list(self) -> OptionList:
+        return EventList(id=self.LIST_ID)
 
     def on_screen_suspend(self) -> None:
         self.model.mark_seen()  # covered (help, a tab): what was shown has been seen
@@ -200,27 +185,15 @@ class ActivityScreen(Screen[Jump | None]):
     # -- drawing ---------------------------------------------------------------------
 
     def _status(self) -> Content:
-        status = self.source.status
-        now = self.source.clock.now()
         model = self.model
-        if status.phase == "missing":
-            state = Content.styled("◌ Waiting for the file", "bold $warning")
-        elif status.live:
-            state = Content.styled(f"● Live {status.good_time(now)}", "bold $success")
-        else:
-            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
-        parts = [Content.styled("Activity · ", "bold"), state]
+        parts = [Content.styled("Activity · ", "bold"), self.live_state()]
         new = model.new_count
         if new:
             parts.append(Content.styled(f" · {counted(new, 'new event')}", "bold $accent"))
         filters = model.describe_filters()
         if filters:
             parts.append(Content.styled(f" · only {visible_line(filters, 80)}", "bold"))
-        line = Content.assemble(*parts)
-        problem = self._problem or (status.reason if not status.live else "")
-        if problem:
-            line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
-        return line
+        return self.with_problem(Content.assemble(*parts))
 
     def draw(self) -> None:
         self.query_one("#activity-status", Static).update(self._status())

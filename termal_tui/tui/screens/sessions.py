@@ -12,20 +12,17 @@ import time
 from datetime import datetime
 
 from textual import on, work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from termal_tui.notifiers import Notifier, read_notifiers
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
-from termal_tui.tui.messages import LiveChanged, follow_live
-from termal_tui.tui.widgets.footer import FittingFooter
-from termal_tui.views.live import LiveSource, Subscription, Superseded
+from termal_tui.tui.messages import LiveChanged
+from termal_tui.tui.screens.live_list import LiveListScreen
+from termal_tui.views.live import LiveSource, Superseded
 from termal_tui.views.sessions import SPARK_HOURS, SessionRow, SessionsModel
 from termal_tui.vocabulary import age_words, counted
 
@@ -94,7 +91,7 @@ class SessionList(OptionList):
     BINDINGS = [Binding("enter", "select", "Mailboxes")]
 
 
-class SessionsScreen(Screen[str | None]):
+class SessionsScreen(LiveListScreen[str | None]):
     DEFAULT_CSS = """
     SessionsScreen #sessions-status { height: auto; padding: 0 1; background: $panel; }
     SessionsScreen #sessions { height: 1fr; border: none; }
@@ -105,28 +102,16 @@ class SessionsScreen(Screen[str | None]):
         Binding("r", "reload", "Refresh", show=False),
     ]
 
+    NAME = "sessions"
+    LIST_ID = "sessions"
+    READING = "◌ Reading the sessions…"
+
     def __init__(self, source: LiveSource) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.model = SessionsModel(source.clock.now)
-        self._subscription: Subscription | None = None
-        self._problem = ""
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Content("◌ Reading the sessions…"), id="sessions-status")
-            yield SessionList(id="sessions")
-        yield FittingFooter()
-
-    def on_mount(self) -> None:
-        self.title = "termal-tui (read-only) — sessions"
-        self._subscription = follow_live(self, self.source)
-        self.query_one(SessionList).focus()
-        self.reload()
-
-    def on_unmount(self) -> None:
-        if self._subscription is not None:
-            self._subscription.close()
+    def make_list(self) -> OptionList:
+        return SessionList(id=self.LIST_ID)
 
     @on(LiveChanged)
     def _live(self, message: LiveChanged) -> None:
@@ -161,14 +146,8 @@ class SessionsScreen(Screen[str | None]):
         self.draw()
 
     def draw(self) -> None:
-        status = self.source.status
+        state = self.live_state()
         now = self.source.clock.now()
-        if status.live:
-            state = Content.styled(f"● Live {status.good_time(now)}", "bold $success")
-        elif status.phase == "missing":
-            state = Content.styled("◌ Waiting for the file", "bold $warning")
-        else:
-            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
         model = self.model
         summary = f" · {counted(len(model.rows), 'session')}"
         if model.behind_count:
@@ -177,10 +156,7 @@ class SessionsScreen(Screen[str | None]):
         traffic = Content.styled(f" · traffic over {SPARK_HOURS} h", DIM)
         if line.cell_length + traffic.cell_length <= (self.size.width or 80) - 2:
             line += traffic  # said where it fits; the bars speak for themselves
-        problem = self._problem or ("" if status.live else status.reason)
-        if problem:
-            line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
-        self.query_one("#sessions-status", Static).update(line)
+        self.query_one("#sessions-status", Static).update(self.with_problem(line))
         sessions = self.query_one(SessionList)
         outer = sessions.size.width or (self.size.width or 80)
         width = max(20, outer - sessions.styles.scrollbar_size_vertical - 2)

@@ -37,8 +37,35 @@ class FittingFooter(Footer):
 
     def __init__(self) -> None:
         super().__init__(compact=True)
+        self._shown: tuple[object, ...] | None = None
+
+    def keys_on_offer(self) -> tuple[object, ...]:
+        """What ``compose`` would yield, as plain values: every focus move and every
+        ``refresh_bindings`` asks the footer to recompose, and most of them change
+        nothing it shows (rebuilding a dozen keys' widgets and styles each time was the
+        largest single cost of opening a tab)."""
+        if not self._bindings_ready or not self.is_attached:
+            return ()
+        app = self.app
+        return tuple(
+            (
+                binding.key,
+                app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                enabled,
+                tooltip,
+                None if binding.group is None else binding.group.description,
+            )
+            for (_node, binding, enabled, tooltip) in self.screen.active_bindings.values()
+            if binding.show or binding.key == app.COMMAND_PALETTE_BINDING
+        )
 
     async def recompose(self) -> None:
+        shown = self.keys_on_offer()
+        if shown and shown == self._shown:
+            return
+        self._shown = shown
         await super().recompose()
         self.fit()
 

@@ -7,6 +7,7 @@ and owns only its keys: ``/`` filter, escape, ``r`` refresh, enter opens a card.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
@@ -84,6 +85,13 @@ TAB_KEY_WORDS: Final = {
     "export": "exports the mailbox to a file",
     "hidden_rows": "shows the review results a tab hides",
 }
+
+
+@dataclass
+class IndexNews(Message):
+    """What changed in the index's model (see :data:`~termal_tui.views.index.Update`)."""
+
+    update: Update
 
 
 class MailboxIndex(Vertical, can_focus=True):
@@ -171,13 +179,23 @@ class MailboxIndex(Vertical, can_focus=True):
     def attach(self, model: IndexModel) -> None:
         """Render ``model`` from now on (its updates arrive on the event loop)."""
         self.model = model
-        model.listeners.append(self._update)
+        model.listeners.append(self._news)
         model.set_visible(self._displayed())
         self._update("status")
 
     def on_unmount(self) -> None:
-        if self.model is not None and self._update in self.model.listeners:
-            self.model.listeners.remove(self._update)
+        if self.model is not None and self._news in self.model.listeners:
+            self.model.listeners.remove(self._news)
+
+    def _news(self, update: Update) -> None:
+        """The model's news, through this widget's own queue: a widget being taken down
+        (its queue closed, its children already gone) gets none."""
+        self.post_message(IndexNews(update))
+
+    @on(IndexNews)
+    def _on_news(self, message: IndexNews) -> None:
+        message.stop()
+        self._update(message.update)
 
     def on_show(self) -> None:
         """Shown (laid out and drawn): a commit held back behind a tab is read now."""

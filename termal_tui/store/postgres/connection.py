@@ -1,0 +1,202 @@
+"""The PostgreSQL engine's connections: one pool per opened store, one transaction per
+store call, and the one place where a driver failure becomes a typed store error.
+
+Failures map onto the same kinds (and, where SQLite has one, the same sentence) as on a
+file: a server that cannot be reached, a serialization failure, a deadlock, a lock or
+statement timeout and a full pool are the retryable busy error (nothing committed); a
+connection lost while COMMIT was in flight is an unknown outcome; a missing table is
+"not ours"; anything else is a storage failure. No sentence holds a password: URLs are
+shown redacted and the driver's text is scrubbed of the URL's secrets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from termal_tui.store.errors import (
+    CommitOutcomeUnknownError,
+    RetryableError,
+    SchemaError,
+    StorageError,
+    StoreError,
+    busy_message,
+)
+from termal_tui.store.urls import redact, scrub
+
+T = TypeVar("T")
+
+Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
+
+POOL_MAX_SIZE: Final = 8
+CONNECT_TIMEOUT_SECONDS: Final = 5
+
+# SQLSTATEs that mean "try again": nothing was committed.
+_RETRYABLE: Final = (
+    psycopg.errors.SerializationFailure,  # 40001
+    psycopg.errors.DeadlockDetected,  # 40P01
+    psycopg.errors.LockNotAvailable,  # 55P03 (lock_timeout)
+    psycopg.errors.QueryCanceled,  # 57014 (statement_timeout)
+    psycopg.errors.AdminShutdown,  # 57P01
+    psycopg.errors.CrashShutdown,  # 57P02
+    psycopg.errors.CannotConnectNow,  # 57P03 (starting up, shutting down)
+    psycopg.errors.TooManyConnections,  # 53300
+)
+# Refusals of who is asking (the URL's role), not of the moment: never retryable.
+_ACCESS: Final = (
+    psycopg.errors.InvalidPassword,  # 28P01
+    psycopg.errors.InvalidAuthorizationSpecification,  # 28000
+    psycopg.errors.InvalidCatalogName,  # 3D000: no such database
+)
+
+
+def first_line(error: BaseException, url: str) -> str:
+    text = str(error).strip().splitlines()
+    return scrub(text[0] if text else type(error).__name__, url).removeprefix("connection failed: ")
+
+
+def describe_error(
+    url: str, error: psycopg.Error, operation: str, *, committing: bool = False
+) -> StoreError:
+    """A driver failure as a typed store error with one sentence (no password)."""
+    shown = redact(url)
+    reason = first_line(error, url)
+    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+        return StorageError(
+            f"PostgreSQL refused a write while {operation}: this connection is read-only "
+            f"({shown}); nothing was changed"
+        )
+    if isinstance(error, psycopg.errors.InsufficientPrivilege):
+        return StorageError(
+            f"PostgreSQL refused access while {operation} ({reason}); the role in {shown} "
+            "lacks a privilege; nothing was changed"
+        )
+    if isinstance(error, psycopg.errors.UndefinedTable):
+        return SchemaError(
+            f"{shown} is a PostgreSQL database but not a TermAl coordination database ({reason})."
+        )
+    if isinstance(error, _ACCESS):
+        return StorageError(f"cannot use PostgreSQL at {shown}: {reason}")
+    if isinstance(error, _RETRYABLE):
+        return RetryableError(busy_message(operation))
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+        # The server went away or cannot be reached.
+        if committing:
+            return CommitOutcomeUnknownError(
+                f"the connection to PostgreSQL at {shown} was lost while {operation}: it may "
+                "or may not have been written"
+            )
+        return RetryableError(busy_message(operation))
+    return StorageError(f"PostgreSQL failed while {operation} ({reason}); nothing was changed")
+
+
+class PgDatabase:
+    """A pool of connections to one database; :meth:`run` is one transaction.
+
+    ``read_only``: every connection has ``default_transaction_read_only`` on and every
+    transaction is opened ``READ ONLY`` (the viewer's reader: it cannot write, even
+    through a role that could).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        read_only: bool,
+        deadline: float,
+        max_size: int = POOL_MAX_SIZE,
+        lock_timeout_ms: int | None = None,
+    ) -> None:
+        self.url = url
+        self.shown = redact(url)
+        self.read_only = read_only
+        self.deadline = deadline
+        self._lock_timeout_ms = lock_timeout_ms
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            timeout=deadline,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            configure=self._configure,
+            name="termal-tui",
+        )
+
+    async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("SET application_name = 'termal-tui'")
+        if self._lock_timeout_ms is not None:
+            await conn.execute(f"SET lock_timeout = {int(self._lock_timeout_ms)}")
+        if self.read_only:
+            await conn.execute("SET default_transaction_read_only = on")
+
+    async def open(self) -> None:
+        """Connect once (a bad URL, role or password fails here, in one sentence)."""
+        try:
+            probe = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            )
+        except psycopg.Error as error:
+            if isinstance(error, psycopg.OperationalError) and not isinstance(error, _ACCESS):
+                raise RetryableError(
+                    busy_message(f"connecting to PostgreSQL at {self.shown}")
+                    + f" ({first_line(error, self.url)})"
+                ) from None
+            raise describe_error(self.url, error, f"connecting to {self.shown}") from None
+        except Exception as error:  # a URL libpq cannot parse
+            raise StorageError(
+                f"cannot use the PostgreSQL URL {self.shown}: {first_line(error, self.url)}"
+            ) from None
+        await probe.close()
+        await self._pool.open(wait=False)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def run(self, work: Work[T], operation: str, *, commit: str | None = None) -> T:
+        """``work`` in one transaction (READ ONLY on a read-only database); failures are
+        typed store errors. ``commit``: the operation named if COMMIT itself fails."""
+        committing = False
+        try:
+            async with self._pool.connection(timeout=self.deadline) as conn:
+                async with conn.transaction():
+                    if self.read_only:
+                        await conn.execute("SET TRANSACTION READ ONLY")
+                    result = await work(conn)
+                    committing = True
+                return result
+        except PoolTimeout:
+            raise RetryableError(busy_message(operation)) from None
+        except psycopg.Error as error:
+            raise describe_error(
+                self.url,
+                error,
+                commit if committing and commit else operation,
+                committing=committing,
+            ) from None
+        except TimeoutError:
+            raise RetryableError(busy_message(operation)) from None
+        except asyncio.CancelledError:
+            raise
+
+
+async def one(conn: psycopg.AsyncConnection[Any], sql: str, params: Any = ()) -> Any:
+    """The first row of ``sql``, or None."""
+    cursor = await conn.execute(sql.encode(), params)
+    return await cursor.fetchone()
+
+
+async def every(conn: psycopg.AsyncConnection[Any], sql: str, params: Any = ()) -> list[Any]:
+    cursor = await conn.execute(sql.encode(), params)
+    return await cursor.fetchall()
+
+
+async def count(conn: psycopg.AsyncConnection[Any], sql: str, params: Any = ()) -> int:
+    """How many rows a statement changed."""
+    cursor = await conn.execute(sql.encode(), params)
+    return max(0, cursor.rowcount)
