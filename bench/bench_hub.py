@@ -1,17 +1,21 @@
 """The hub: send, read and acknowledge over MCP streamable HTTP (``termal-tui serve``)
 beside the same through a shim (``termal-tui mcp --remote``, stdio then HTTP), the
 stdio server (``termal-tui mcp``) and a direct store call, in one run on one file; then
-8 concurrent remote agents' send throughput against the same 8 over stdio; then one call
-on a reused HTTP connection written the way curl or a raw socket writes it (headers, then
+8 concurrent remote agents' send throughput against the same 8 over stdio (``--rounds``
+paired rounds, the order alternating, both sides connected throughout; medians, and the
+CPU each side's servers and the agents' clients spent per send); then one call on a
+reused HTTP connection written the way curl or a raw socket writes it (headers, then
 body) beside the same JSON-RPC line over stdio; then token agents' latency with and
 without 1,000 idle or half-open connections from the same loopback address.
 
-    python bench/bench_hub.py [--calls 200] [--agents 8] [--sends 50] [--attack 1000]
-                              [--attack-seconds 8]
+    python bench/bench_hub.py [--calls 200] [--agents 8] [--sends 50] [--rounds 5]
+                              [--attack 1000] [--attack-seconds 8]
 
-Everything on loopback; the hub's rate limit is raised out of the way (it is a
-measurement of the transport, not of the limiter). The attacker is a child process that
-keeps ``--attack`` sockets open (reopening what the hub closes) and stops by itself.
+``--calls 0`` skips the latency tables and the reused connection, ``--rounds 0`` the
+throughput, ``--attack 0`` the attack. Everything on loopback; the hub's rate limit is
+raised out of the way (it is a measurement of the transport, not of the limiter). The
+attacker is a child process that keeps ``--attack`` sockets open (reopening what the hub
+closes) and stops by itself.
 """
 
 from __future__ import annotations
@@ -77,19 +81,24 @@ async def over_stdio(
 
 
 @contextlib.contextmanager
-def hub(db: Path, log: Path) -> Any:
+def hub(db: Path, log: Path, *, own_session: bool = True) -> Any:
+    """A hub on ``db``; yields its URL and pid. ``own_session``: started in a session of
+    its own, as a hub runs (a service, or its own terminal) and as the SDK starts every
+    stdio server (``start_new_session``). With Linux's autogroup scheduling each session
+    is one scheduling group: a hub left in the bench's session shares one group's CPU
+    with all 8 agents' HTTP clients, while each stdio server has a group of its own."""
     out = log.open("wb")
     process = subprocess.Popen(
         [EXE, "serve", "--db", str(db), "--port", "0", "--rate", "1000000", "--burst",
          "1000000", "--log-level", "warning", "--request-log-level", "debug"],
-        stdout=out, stderr=out,
+        stdout=out, stderr=out, start_new_session=own_session,
     )  # fmt: skip
     try:
         while "termal-tui serve: http" not in log.read_text():
             assert process.poll() is None, log.read_text()
             time.sleep(0.02)
         line = next(x for x in log.read_text().splitlines() if x.startswith("termal-tui serve"))
-        yield line.split()[2]
+        yield line.split()[2], process.pid
     finally:
         process.terminate()
         process.wait(30)
@@ -173,6 +182,82 @@ async def throughput(clients: list[ClientSession], names: list[str], sends: int,
     started = time.perf_counter()
     await asyncio.gather(*(agent(i) for i in range(len(clients))))
     return len(clients) * sends / (time.perf_counter() - started)
+
+
+def children() -> set[int]:
+    """This process's child processes (Linux; empty elsewhere)."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def cpu_seconds(pids: set[int]) -> float:
+    """User + system CPU of ``pids`` so far (Linux ``/proc``; 0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+class Side:
+    """One way of serving the agents: their clients, names, and the server processes."""
+
+    def __init__(
+        self, label: str, clients: list[ClientSession], names: list[str], pids: set[int]
+    ) -> None:
+        self.label = label
+        self.clients = clients
+        self.names = names
+        self.pids = pids
+        self.rates: list[float] = []
+        self.server_ms: list[float] = []  # server CPU per send
+        self.client_ms: list[float] = []  # this process's CPU per send (the agents' clients)
+
+    async def round(self, sends: int, tag: str) -> float:
+        count = len(self.clients) * sends
+        server, client = cpu_seconds(self.pids), time.process_time()
+        rate = await throughput(self.clients, self.names, sends, tag)
+        self.server_ms.append((cpu_seconds(self.pids) - server) * 1000 / count)
+        self.client_ms.append((time.process_time() - client) * 1000 / count)
+        self.rates.append(rate)
+        return rate
+
+
+async def compare_throughput(http: Side, stdio: Side, sends: int, rounds: int) -> None:
+    """``rounds`` paired rounds, the order alternating (HTTP first, then stdio first), on
+    one file, both sides connected throughout; medians."""
+    await http.round(5, "warm-http")
+    await stdio.round(5, "warm-stdio")
+    for side in (http, stdio):
+        side.rates.clear(), side.server_ms.clear(), side.client_ms.clear()
+    ratios: list[float] = []
+    for r in range(rounds):
+        order = (http, stdio) if r % 2 == 0 else (stdio, http)
+        for side in order:
+            await side.round(sends, f"tput-{side.label}-{r}")
+        ratios.append(http.rates[-1] / stdio.rates[-1])
+    agents = len(http.clients)
+    print(f"\nthroughput, {agents} concurrent agents x {sends} sends, {rounds} rounds interleaved")
+    for side, what in ((http, f"{agents} remote agents over HTTP, one hub"),
+                       (stdio, f"{agents} agents over stdio, {agents} servers")):  # fmt: skip
+        rates = " ".join(f"{x:4.0f}" for x in side.rates)
+        print(f"  {what}: median {statistics.median(side.rates):5.0f} sends/s  ({rates})")
+    print(
+        f"  HTTP / stdio, median of the paired rounds: {statistics.median(ratios):.0%} "
+        f"(rounds: {' '.join(f'{x:.0%}' for x in ratios)}; target: at least 60%)"
+    )
+    print("  CPU per send, medians (ms): server side / the agents' clients (this process)")
+    for side, what in ((http, "the hub"), (stdio, f"{agents} stdio servers")):
+        print(
+            f"    {what:18} {statistics.median(side.server_ms):5.2f} / "
+            f"{statistics.median(side.client_ms):5.2f}"
+        )
 
 
 # ------------------------------------------------------------------ raw calls
@@ -270,6 +355,7 @@ class RawStdio:
         self.process = subprocess.Popen(
             [EXE, "mcp", "--session", session, str(db)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # as the hub and the SDK's stdio servers (see ``hub``)
         )  # fmt: skip
 
     def send(self, line: bytes) -> bytes:
@@ -421,7 +507,41 @@ async def under_attack(url: str, tokens: list[str], count: int, seconds: float) 
 # ------------------------------------------------------------------ the run
 
 
-async def main(calls: int, agents: int, sends: int, attack: int, attack_seconds: float) -> None:
+async def latencies(
+    url: str, db: Path, tokens: dict[str, str], sessions: dict[str, Any], calls: int
+) -> None:
+    results: dict[str, dict[str, list[float]]] = {}
+    async with over_http(url, tokens["http-s"]) as s, over_http(url, tokens["http-r"]) as r:
+        results["HTTP (by URL)"] = await pair_latency(s, r, "http-r", calls, "http")
+    shim_env = dict(os.environ)
+    async with (
+        over_stdio(
+            ["mcp", "--remote", url], shim_env | {"TERMAL_TUI_TOKEN": tokens["shim-s"]}
+        ) as s,
+        over_stdio(
+            ["mcp", "--remote", url], shim_env | {"TERMAL_TUI_TOKEN": tokens["shim-r"]}
+        ) as r,
+    ):
+        results["shim (stdio→HTTP)"] = await pair_latency(s, r, "shim-r", calls, "shim")
+    async with (
+        over_stdio(["mcp", "--session", "stdio-s", str(db)]) as s,
+        over_stdio(["mcp", "--session", "stdio-r", str(db)]) as r,
+    ):
+        results["stdio"] = await pair_latency(s, r, "stdio-r", calls, "stdio")
+    results["direct store call"] = await direct_latency(
+        db, sessions["direct-s"], sessions["direct-r"], calls
+    )
+
+    print(f"latency, {calls} calls each (ms: median / p99)")
+    print(f"{'':22} {'send':>16} {'read':>16} {'ack':>16}")
+    for label, samples in results.items():
+        cells = ["{:.2f} / {:.2f}".format(*summary(samples[op])) for op in ("send", "read", "ack")]
+        print(f"{label:22} " + " ".join(f"{c:>16}" for c in cells))
+
+
+async def main(
+    calls: int, agents: int, sends: int, rounds: int, attack: int, attack_seconds: float
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-hub-"))
     db = tmp / "coordination.sqlite"
     registry = Registry.beside(db)
@@ -436,54 +556,30 @@ async def main(calls: int, agents: int, sends: int, attack: int, attack_seconds:
     }
     async with open_writer(db):
         pass  # the file exists before anyone serves it
-    results: dict[str, dict[str, list[float]]] = {}
-    with hub(db, tmp / "hub.log") as url:
-        async with over_http(url, tokens["http-s"]) as s, over_http(url, tokens["http-r"]) as r:
-            results["HTTP (by URL)"] = await pair_latency(s, r, "http-r", calls, "http")
-        shim_env = dict(os.environ)
-        async with (
-            over_stdio(
-                ["mcp", "--remote", url], shim_env | {"TERMAL_TUI_TOKEN": tokens["shim-s"]}
-            ) as s,
-            over_stdio(
-                ["mcp", "--remote", url], shim_env | {"TERMAL_TUI_TOKEN": tokens["shim-r"]}
-            ) as r,
-        ):
-            results["shim (stdio→HTTP)"] = await pair_latency(s, r, "shim-r", calls, "shim")
-        async with (
-            over_stdio(["mcp", "--session", "stdio-s", str(db)]) as s,
-            over_stdio(["mcp", "--session", "stdio-r", str(db)]) as r,
-        ):
-            results["stdio"] = await pair_latency(s, r, "stdio-r", calls, "stdio")
-        results["direct store call"] = await direct_latency(
-            db, sessions["direct-s"], sessions["direct-r"], calls
-        )
-
-        print(f"latency, {calls} calls each (ms: median / p99)")
-        print(f"{'':22} {'send':>16} {'read':>16} {'ack':>16}")
-        for label, samples in results.items():
-            cells = [
-                "{:.2f} / {:.2f}".format(*summary(samples[op])) for op in ("send", "read", "ack")
-            ]
-            print(f"{label:22} " + " ".join(f"{c:>16}" for c in cells))
-
-        async with contextlib.AsyncExitStack() as stack:
-            remote = [
-                await stack.enter_async_context(over_http(url, tokens[s.name])) for s in fleet
-            ]
-            http_rate = await throughput(remote, [s.name for s in fleet], sends, "tput-http")
-        async with contextlib.AsyncExitStack() as stack:
-            stdio = [
-                await stack.enter_async_context(over_stdio(["mcp", "--session", s.name, str(db)]))
-                for s in local
-            ]
-            stdio_rate = await throughput(stdio, [s.name for s in local], sends, "tput-stdio")
-    print(f"\nthroughput, {agents} concurrent agents x {sends} sends")
-    print(f"  {agents} remote agents over HTTP, one hub: {http_rate:7.0f} sends/s")
-    print(f"  {agents} agents over stdio, {agents} servers: {stdio_rate:7.0f} sends/s")
-    print(f"  HTTP / stdio: {http_rate / stdio_rate:.0%} (target: at least 60%)")
-    with hub(db, tmp / "hub2.log") as url:
-        reused_connection(url, tokens["raw-http"], db, raw[1].name, calls)
+    with hub(db, tmp / "hub.log") as (url, hub_pid):
+        if calls:
+            await latencies(url, db, tokens, sessions, calls)
+        if rounds:
+            async with contextlib.AsyncExitStack() as stack:
+                remote = [
+                    await stack.enter_async_context(over_http(url, tokens[s.name])) for s in fleet
+                ]
+                before = children()
+                stdio = [
+                    await stack.enter_async_context(
+                        over_stdio(["mcp", "--session", s.name, str(db)])
+                    )
+                    for s in local
+                ]
+                await compare_throughput(
+                    Side("http", remote, [s.name for s in fleet], {hub_pid}),
+                    Side("stdio", stdio, [s.name for s in local], children() - before),
+                    sends,
+                    rounds,
+                )
+    with hub(db, tmp / "hub2.log") as (url, _pid):
+        if calls:
+            reused_connection(url, tokens["raw-http"], db, raw[1].name, calls)
         if attack:
             agent_tokens = [tokens[s.name] for s in fleet[:4]]
             await under_attack(url, agent_tokens, attack, attack_seconds)
@@ -494,9 +590,19 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--sends", type=int, default=50)
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="throughput rounds per side, interleaved (0: skip)"
+    )
     parser.add_argument("--attack", type=int, default=1000, help="idle sockets (0: skip)")
     parser.add_argument("--attack-seconds", type=float, default=8.0)
     options = parser.parse_args()
     asyncio.run(
-        main(options.calls, options.agents, options.sends, options.attack, options.attack_seconds)
+        main(
+            options.calls,
+            options.agents,
+            options.sends,
+            options.rounds,
+            options.attack,
+            options.attack_seconds,
+        )
     )

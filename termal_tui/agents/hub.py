@@ -39,7 +39,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
@@ -49,8 +48,6 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -64,10 +61,8 @@ from termal_tui.agents.hub_http import (
     MAX_REQUEST_BYTES,
     MCP_PATH,
     BodyLimit,
-    Gate,
-    MarkAuthenticated,
+    Front,
     RateLimit,
-    RequestLog,
     caller_of,
     is_loopback,
     json_error,
@@ -80,7 +75,7 @@ from termal_tui.agents.mcp_server import (
     catalog_server,
     tool_result,
 )
-from termal_tui.agents.registry import Registry
+from termal_tui.agents.registry import Registry, WouldWait
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
 from termal_tui.errors import error_document, http_status_of
@@ -137,8 +132,13 @@ class RegistryTokenVerifier:
         self.registry = registry
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        # Read afresh on every request (a revoked token stops at the next one): at once on
+        # the loop when the registry can answer without waiting, else in a worker thread.
         try:
-            session = await asyncio.to_thread(self.registry.session_for_token, token)
+            try:
+                session = self.registry.at_once(lambda: self.registry.session_for_token(token))
+            except WouldWait:
+                session = await asyncio.to_thread(self.registry.session_for_token, token)
         except Exception:  # a busy or failing registry lets nobody in
             logger.exception("token check failed")
             return None
@@ -394,32 +394,30 @@ class Hub:
         return JSONResponse(document)
 
     def app(self, on_caller: Callable[[Scope], None] | None = None) -> ASGIApp:
-        """The ASGI app (``hub_http``'s middleware around the routes). ``on_caller(scope)``
-        runs as soon as a request's token is verified (the connection guard's cue)."""
+        """The ASGI app (``hub_http.Front`` before the routes). ``on_caller(scope)`` runs as
+        soon as a request's token is verified (the connection guard's cue)."""
         limits = self.options.limits
         self.streams.app = StreamableHTTPASGIApp(self.manager)
         mcp_app: ASGIApp = BodyLimit(self.streams, limits.max_request_bytes, jsonrpc=True)
         mcp_app = RateLimit(RequireAuthMiddleware(mcp_app, []), limits.rate, limits.burst)
         hook_app: ASGIApp = BodyLimit(self.hook, limits.max_request_bytes, jsonrpc=False)
         hook_app = RateLimit(RequireAuthMiddleware(hook_app, []), limits.rate, limits.burst)
-        starlette = Starlette(
+        routes = Starlette(
             routes=[
                 Route("/health", self.health, methods=["GET"]),
-                Route(MCP_PATH, mcp_app),
+                Route(MCP_PATH, mcp_app),  # ``Front`` sends the exact path straight there
                 Route(HOOK_PATH, hook_app, methods=["POST"]),
-            ],
-            middleware=[
-                Middleware(
-                    AuthenticationMiddleware,
-                    backend=BearerAuthBackend(RegistryTokenVerifier(self.registry)),
-                ),
-                Middleware(AuthContextMiddleware),
-                Middleware(MarkAuthenticated, on_caller=on_caller),
             ],
             lifespan=self.lifespan,
         )
-        level = logging.getLevelName(self.options.request_log_level.upper())
-        return RequestLog(Gate(starlette, self), level)
+        return Front(
+            mcp=mcp_app,
+            routes=routes,
+            hub=self,
+            backend=BearerAuthBackend(RegistryTokenVerifier(self.registry)),
+            level=logging.getLevelName(self.options.request_log_level.upper()),
+            on_caller=on_caller,
+        )
 
 
 def _request_caller(ctx: ServerRequestContext[Any]) -> str | None:

@@ -1,10 +1,11 @@
 """The hub's HTTP layer: the ASGI middleware around :class:`~termal_tui.agents.hub.Hub`'s app.
 
-Outermost first, as ``Hub.app`` stacks them: :class:`RequestLog` (one line per request),
-:class:`Gate` (refuses new calls while the hub drains), starlette's authentication with
-:class:`MarkAuthenticated` behind it (tells the connection guard a connection carries a
-valid token), then per route :class:`RateLimit` (a token bucket per token) and
-:class:`BodyLimit` (a JSON 413 before anything larger than the contract admits is read).
+Outermost first, as ``Hub.app`` stacks them: :class:`Front` (one line per request; refuses
+new calls while the hub drains; the bearer token checked, and the connection guard told
+when it is valid; the MCP endpoint routed straight to its app), then per route
+:class:`RateLimit` (a token bucket per token), the SDK's ``RequireAuthMiddleware`` (401)
+and :class:`BodyLimit` (a JSON 413 before anything larger than the contract admits is
+read).
 Every refusal here is JSON: a JSON-RPC error on ``/mcp``, ``{"error", "error_description"}``
 elsewhere. No private attribute of the MCP SDK is used.
 """
@@ -18,8 +19,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.authentication import AuthCredentials, AuthenticationBackend, UnauthenticatedUser
 from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -161,20 +165,6 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-class MarkAuthenticated:
-    """Behind authentication: tells ``on_caller`` (the connection guard) that the request's
-    connection presented a valid token, as soon as it is known — before its body is read."""
-
-    def __init__(self, app: ASGIApp, on_caller: Callable[[Scope], None] | None = None) -> None:
-        self.app = app
-        self.on_caller = on_caller
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.on_caller is not None and scope["type"] == "http" and caller_of(scope):
-            self.on_caller(scope)
-        await self.app(scope, receive, send)
-
-
 class RateLimit:
     """A token bucket per token (after authentication): ``rate`` a second, ``burst`` at once."""
 
@@ -216,44 +206,50 @@ class RateLimit:
         await self.app(scope, receive, send)
 
 
-class Gate:
-    """Counts the requests that may change something (POST, DELETE) while they run, and
-    refuses new ones once the hub is stopping (503: nothing was done, retry later)."""
+class Front:
+    """The hub's one ASGI layer before the routes, for every request, in this order:
 
-    def __init__(self, app: ASGIApp, hub: Hub) -> None:
-        self.app = app
+    1. **Log**: one line per request (method, path, MCP session, status, milliseconds,
+       caller) at ``level``; the response is watched only when that line is written.
+    2. **Gate**: counts the requests that may change something (POST, DELETE) while they
+       run (``hub.inflight``), and refuses new ones once the hub is stopping (503:
+       nothing was done, retry later).
+    3. **Identity**: the bearer token checked by ``backend`` (the SDK's
+       ``BearerAuthBackend``), the result in ``scope["user"]``/``scope["auth"]`` and the
+       SDK's auth context, as starlette's authentication and the SDK's
+       ``AuthContextMiddleware`` would set them; ``on_caller(scope)`` (the connection
+       guard's cue) as soon as the token is known to be valid, before the body is read.
+    4. **Route**: the MCP endpoint straight to ``mcp`` (the rate limit, the SDK's 401,
+       the body cap, then the SDK); everything else to ``routes`` (starlette: the hook,
+       health, 404/405, the lifespan).
+
+    One layer instead of starlette's middleware stack and router on every MCP call: each
+    layer cost a coroutine, a wrapped ``send`` and scope copies, on the hub's one event
+    loop that serves every agent."""
+
+    def __init__(
+        self,
+        *,
+        mcp: ASGIApp,
+        routes: ASGIApp,
+        hub: Hub,
+        backend: AuthenticationBackend,
+        level: int,
+        on_caller: Callable[[Scope], None] | None = None,
+    ) -> None:
+        self.mcp = mcp
+        self.routes = routes
         self.hub = hub
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("POST", "DELETE"):
-            await self.app(scope, receive, send)
-            return
-        if self.hub.draining:
-            response = json_error(
-                503,
-                "stopping",
-                "the hub is stopping; nothing was done: retry the same request",
-                {"retry-after": "5", "connection": "close"},
-            )
-            await response(scope, receive, send)
-            return
-        self.hub.inflight += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.hub.inflight -= 1
-
-
-class RequestLog:
-    """One line per request: method, path, status, milliseconds, caller (when known)."""
-
-    def __init__(self, app: ASGIApp, level: int) -> None:
-        self.app = app
+        self.backend = backend
         self.level = level
+        self.on_caller = on_caller
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self.routes(scope, receive, send)  # the lifespan
+            return
+        if not logger.isEnabledFor(self.level):
+            await self._gated(scope, receive, send)
             return
         started = time.monotonic()
         status = [0]
@@ -264,7 +260,7 @@ class RequestLog:
             await send(message)
 
         try:
-            await self.app(scope, receive, watched)
+            await self._gated(scope, receive, watched)
         finally:
             client = scope.get("client")
             logger.log(
@@ -278,3 +274,48 @@ class RequestLog:
                 (time.monotonic() - started) * 1000,
                 caller_of(scope) or "-",
             )
+
+    async def _gated(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("POST", "DELETE"):
+            await self._authenticated(scope, receive, send)
+            return
+        hub = self.hub
+        if hub.draining:
+            response = json_error(
+                503,
+                "stopping",
+                "the hub is stopping; nothing was done: retry the same request",
+                {"retry-after": "5", "connection": "close"},
+            )
+            await response(scope, receive, send)
+            return
+        hub.inflight += 1
+        try:
+            await self._authenticated(scope, receive, send)
+        finally:
+            hub.inflight -= 1
+
+    async def _authenticated(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = await self.backend.authenticate(HTTPConnection(scope))
+        if found is None:
+            scope["auth"], scope["user"] = AuthCredentials(), UnauthenticatedUser()
+            await self._route(scope, receive, send)
+            return
+        scope["auth"], scope["user"] = found
+        user = found[1]
+        if not isinstance(user, AuthenticatedUser):
+            await self._route(scope, receive, send)
+            return
+        if self.on_caller is not None:
+            self.on_caller(scope)
+        token = auth_context_var.set(user)
+        try:
+            await self._route(scope, receive, send)
+        finally:
+            auth_context_var.reset(token)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == MCP_PATH and not scope.get("root_path"):
+            await self.mcp(scope, receive, send)
+        else:
+            await self.routes(scope, receive, send)

@@ -13,7 +13,7 @@ subclassed (:class:`HubProtocol`) so that each connection reports to one
   While the app works on a request, or between requests (uvicorn's keep-alive timeout),
   there is no deadline here.
 * **Per address.** A connection is *pending* until one of its requests presented a valid
-  token (:class:`~termal_tui.agents.hub_http.MarkAuthenticated` says so). An address may
+  token (:class:`~termal_tui.agents.hub_http.Front` says so). An address may
   hold ``max_pending_per_address`` pending connections; a new one beyond that closes the
   address's oldest pending connection that has no request in progress, or is refused if
   there is none — only that address's connections are touched.

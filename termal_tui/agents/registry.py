@@ -18,10 +18,12 @@ the file or the database.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from termal_tui.formats import format_timestamp, utc_now_ns
 from termal_tui.names import name_key, name_skeleton, validate_name
@@ -38,7 +40,7 @@ from termal_tui.store.registry import projects as store_projects
 from termal_tui.store.registry import sessions as store_sessions
 from termal_tui.store.registry import tokens as store_tokens
 from termal_tui.store.registry import wakes as store_wakes
-from termal_tui.store.registry.database import RegistryDatabase
+from termal_tui.store.registry.database import RegistryDatabase, WouldWait
 from termal_tui.store.registry.schema import REGISTRY_FILE as REGISTRY_FILE
 from termal_tui.store.registry.schema import REGISTRY_VERSION as REGISTRY_VERSION
 from termal_tui.store.registry.tokens import token_hash as token_hash
@@ -46,6 +48,8 @@ from termal_tui.store.urls import is_postgres_url, redact
 
 if TYPE_CHECKING:
     from termal_tui.store.postgres.registry import PgRegistryDatabase
+
+T = TypeVar("T")
 
 TOKEN_PREFIX = "ttk_"
 # A listener that has not beaten for this long is forgotten when another registers.
@@ -146,7 +150,27 @@ class Registry:
             self.path = Path(path).expanduser()
             self.shown = str(self.path)
             self._db = RegistryDatabase(self.path, busy_timeout)
-        self._connect = self._db.transaction
+        self._here = threading.local()  # ``at_once`` is on for this thread's reads
+
+    def _connect(self, write: bool, *, exclusive: bool = False) -> AbstractContextManager[Any]:
+        if getattr(self._here, "at_once", False):
+            if not isinstance(self._db, RegistryDatabase):
+                raise WouldWait  # a server's answer is a network round trip: a worker's
+            return self._db.at_once(write)
+        return self._db.transaction(write, exclusive=exclusive)
+
+    def at_once(self, read: Callable[[], T]) -> T:
+        """``read()`` — calls of this registry's reading methods — answered at once on the
+        calling thread, or :class:`WouldWait` if any of its reads would have to wait (a
+        lock, the file not opened yet by an ordinary call, a PostgreSQL server): then ask
+        again where waiting is allowed. For an event loop, where a worker thread's round
+        trip costs more than a registry read (see ``store/registry/database.py``)."""
+        before = getattr(self._here, "at_once", False)
+        self._here.at_once = True
+        try:
+            return read()
+        finally:
+            self._here.at_once = before
 
     @classmethod
     def beside(
@@ -520,6 +544,7 @@ __all__ = [
     "RegisteredProject",
     "Registry",
     "Session",
+    "WouldWait",
     "name_key",
     "name_skeleton",
     "token_hash",

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from termal_tui.agents.catalog import READ_RESULT_BUDGET
 from termal_tui.agents.nudge import nudge
-from termal_tui.agents.registry import Registry, Session
+from termal_tui.agents.registry import Registry, Session, WouldWait
 from termal_tui.errors import HTTP_REASONS, TABLE, ErrorKind, TermalError, error_document
 from termal_tui.formats import (
     CLASS_NOT_SUPPORTED,
@@ -245,8 +245,11 @@ class AgentTools:
     """The six tools, serving one session: a typed API (the CLI calls it) and
     :meth:`call`, TermAl's JSON tool calls over it (the MCP server calls that).
 
-    Every registry call runs in a worker thread (``asyncio.to_thread``): the registry is
-    synchronous SQLite with a busy timeout, and must never block the event loop.
+    The registry is synchronous SQLite with a busy timeout and must never block the event
+    loop: a registry read is answered at once on the loop when it can be without waiting
+    (``Registry.at_once``: no lock to wait for; a worker thread's round trip costs more
+    than the read), else in a worker thread (``asyncio.to_thread``), as every registry
+    write is.
     """
 
     def __init__(
@@ -308,8 +311,15 @@ class AgentTools:
         except Exception as error:
             raise as_tool_error(error, unknown) from error
 
+    async def _ask(self, read: Callable[[], T]) -> T:
+        """A registry read (see the class's docstring): at once, or in a worker thread."""
+        try:
+            return self.registry.at_once(read)
+        except WouldWait:
+            return await asyncio.to_thread(read)
+
     async def _session(self, session_id: str) -> Session | None:
-        return await asyncio.to_thread(self.registry.get, session_id)
+        return await self._ask(lambda: self.registry.get(session_id))
 
     async def ensure_active(self, session_id: str, known: Session | None = None) -> Session:
         """TermAl's ``ensure_mailbox_session_active``: validate, clear stale ``left_at``
@@ -338,16 +348,16 @@ class AgentTools:
 
     async def sessions(self) -> list[Session]:
         """``termal_list_sessions``: every live session, this one included."""
-        return await self._run(lambda: asyncio.to_thread(self.registry.sessions))
+        return await self._run(lambda: self._ask(self.registry.sessions))
 
     async def resolve_target(self, reference: str) -> Session:
         """A peer by exact ``session-`` id or case-insensitive name; self, unknown, removed
         and ambiguous references fail with distinct messages (one generic 404 with
         ``generic_target_errors``)."""
         if not self.generic_target_errors:
-            return await asyncio.to_thread(self._resolve_target, reference)
+            return await self._ask(lambda: self._resolve_target(reference))
         try:
-            return await asyncio.to_thread(self._resolve_target, reference)
+            return await self._ask(lambda: self._resolve_target(reference))
         except ToolError as error:
             if error.kind in (ErrorKind.VALIDATION, ErrorKind.NOT_FOUND):
                 raise ToolError(ErrorKind.NOT_FOUND, GENERIC_TARGET_ERROR) from None
@@ -475,8 +485,10 @@ class AgentTools:
             return QUEUED_BEHIND_ACTIVE_TURN
         if not connected:
             return DURABLE_BUT_NOT_WOKEN
-        pending = await asyncio.to_thread(
-            self.registry.has_pending_wake, receiver.id, receipt.mailbox_id, receipt.sequence
+        pending = await self._ask(
+            lambda: self.registry.has_pending_wake(
+                receiver.id, receipt.mailbox_id, receipt.sequence
+            )
         )
         if pending:
             # One pending wake per mailbox: this message rides the one already pushed.

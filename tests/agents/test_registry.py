@@ -5,13 +5,15 @@ one); tests about the file itself are ``sqlite_only``."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from termal_tui.agents.registry import Registry
+from termal_tui.agents.registry import Registry, WouldWait
 from termal_tui.notifiers import REGISTRY_FILENAME, registry_path_for
 from termal_tui.store.errors import (
     ConflictError,
@@ -20,6 +22,7 @@ from termal_tui.store.errors import (
     StorageError,
     ValidationError,
 )
+from termal_tui.store.registry.database import RegistryDatabase
 from tests.helpers import ENGINES, execute, is_url, sqlite_only
 
 
@@ -170,3 +173,62 @@ def test_ensure_accepts_an_exact_id_but_never_mints_one(registry: Registry):
     with pytest.raises(NotFoundError):
         registry.ensure("session-000000000000")
     assert [s.name for s in registry.sessions()] == ["alice"]
+
+
+# ------------------------------------------------------------------ reads at once (event loops)
+
+
+def test_a_read_at_once_on_postgresql_is_asked_in_a_thread(pg_url: str):
+    """A PostgreSQL answer is a network round trip: never on the event loop."""
+    registry = Registry.beside(pg_url)
+    alice = registry.add("alice")
+    with pytest.raises(WouldWait):
+        registry.at_once(lambda: registry.get(alice.id))
+    assert registry.get(alice.id) == alice
+
+
+def test_reads_at_once_answer_as_the_ordinary_reads_once_the_file_is_open(db_path: Path):
+    Registry.beside(db_path).add("alice")
+    registry = Registry.beside(db_path)
+    with pytest.raises(WouldWait):  # not opened by an ordinary call yet: ask in a thread
+        registry.at_once(lambda: registry.by_name("alice"))
+    (alice,) = registry.by_name("alice")
+    assert registry.at_once(lambda: registry.by_name("alice")) == [alice]
+    assert registry.at_once(lambda: registry.get(alice.id)) == alice
+    _, token = registry.issue_token("alice")
+    assert registry.at_once(lambda: registry.session_for_token(token)) == alice
+
+
+@sqlite_only
+def test_a_read_at_once_does_not_wait_for_a_writer(registry: Registry):
+    alice = registry.add("alice")
+    holder = sqlite3.connect(registry.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    holder.execute("UPDATE sessions SET removed_at = 'x'")
+    try:
+        assert registry.at_once(lambda: registry.get(alice.id)) == alice  # WAL: the last commit
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@sqlite_only
+def test_a_read_at_once_never_waits_for_another_threads_and_never_writes(registry: Registry):
+    alice = registry.add("alice")
+    database = RegistryDatabase(registry.path)
+    with database.transaction(write=False):
+        pass  # opened by an ordinary call
+
+    def ask() -> None:
+        with database.at_once(write=False):
+            pass
+
+    with database.at_once(write=False) as db, ThreadPoolExecutor(1) as pool:
+        assert db.execute("SELECT COUNT(*) FROM sessions").fetchone() == (1,)
+        with pytest.raises(WouldWait):  # one read at once at a time; the other asks in a thread
+            pool.submit(ask).result()
+    ask()  # free again
+    with pytest.raises(RuntimeError, match="cannot write"):
+        registry.at_once(lambda: registry.set_turn(alice.id, True))
+    assert registry.get(alice.id) == alice and not alice.in_turn
+    database.close()

@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 
+from termal_tui.agents.registry import WouldWait
 from termal_tui.agents.tools import (
     SEND_OUTCOME_UNKNOWN,
     AgentTools,
@@ -25,6 +26,36 @@ from tests.agents.conftest import Peers, send
 from tests.helpers import rows
 
 _send = send
+
+
+async def test_registry_reads_are_answered_at_once_else_in_a_worker_thread(
+    peers: Peers, monkeypatch: pytest.MonkeyPatch
+):
+    """On the event loop a registry read costs less than a worker thread's round trip:
+    a send asks none when the registry answers at once, and every read moves to a thread
+    when it cannot (a lock to wait for), with the same answers."""
+    hops: list[str] = []
+    real_to_thread = asyncio.to_thread
+
+    async def counted(function, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        hops.append(getattr(function, "__qualname__", repr(function)))
+        return await real_to_thread(function, *args, **kwargs)
+
+    monkeypatch.setattr("termal_tui.agents.tools.asyncio.to_thread", counted)
+    await _send(peers.alice, "bob", "warm", "k0")  # the registry's file is open from here
+    hops.clear()
+    first = await _send(peers.alice, "bob", "at once", "k1")
+    listed = await peers.alice.call("termal_list_sessions", {})
+    assert hops == []
+
+    def must_wait(_read: object) -> None:
+        raise WouldWait
+
+    monkeypatch.setattr(peers.registry, "at_once", must_wait)
+    second = await _send(peers.alice, "bob", "in a thread", "k2")
+    assert await peers.alice.call("termal_list_sessions", {}) == listed
+    assert len(hops) >= 4  # the target, the sender twice, the receiver; then the list
+    assert (second["mailboxId"], second["sequence"]) == (first["mailboxId"], 3)
 
 
 async def test_list_sessions_has_termal_shape(peers: Peers):

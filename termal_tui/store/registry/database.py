@@ -1,6 +1,13 @@
 """One long-lived connection per registry, one short transaction per call (WAL, so readers
 never wait; no transaction is held between calls, so any number of processes share the
-file)."""
+file).
+
+Beside it, a second connection answers reads *at once* (:meth:`RegistryDatabase.at_once`)
+for callers on an event loop, where a worker thread's round trip costs more than the read
+itself: busy timeout 0 and ``query_only``, so it never sleeps on a lock and never writes;
+whenever it cannot answer without waiting (its own lock taken, a lock on the file, the
+file not open yet, any SQLite error) it raises :class:`WouldWait` and the caller asks
+again in a worker thread, through the ordinary connection."""
 
 from __future__ import annotations
 
@@ -21,6 +28,11 @@ from termal_tui.store.sqlite import (
     display_path,
     harden_files,
 )
+
+
+class WouldWait(Exception):
+    """The registry cannot answer this read at once: ask again where waiting is allowed
+    (a worker thread)."""
 
 
 def _create_private(path: Path) -> None:
@@ -45,6 +57,8 @@ class RegistryDatabase:
         self._timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._quick: sqlite3.Connection | None = None  # reads at once (``at_once``)
+        self._quick_lock = threading.Lock()
 
     def check(self, *, prepare: bool = False) -> bool:
         """The one check every file we write gets (``sqlite.check_before_write``): not a
@@ -78,7 +92,25 @@ class RegistryDatabase:
                 raise
             harden_files(self.path)
             self._db = db
+            self._open_quick()
         return self._db
+
+    def _open_quick(self) -> None:
+        """The connection for reads at once, opened beside the ordinary one (so in a worker
+        thread, after the file was checked and its schema ensured). Without it, reads are
+        only slower."""
+        try:
+            quick = sqlite3.connect(
+                self.path, timeout=0, isolation_level=None, check_same_thread=False
+            )
+        except (sqlite3.Error, OSError):
+            return
+        try:
+            quick.execute("PRAGMA query_only = ON")
+        except sqlite3.Error:
+            quick.close()
+            return
+        self._quick = quick
 
     @contextmanager
     def transaction(self, write: bool, *, exclusive: bool = False) -> Iterator[sqlite3.Connection]:
@@ -113,8 +145,45 @@ class RegistryDatabase:
             except sqlite3.DatabaseError as error:
                 raise describe_error(self.path, error, writing=write) from error
 
+    @contextmanager
+    def at_once(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """A read transaction that never waits, or :class:`WouldWait` (see the module's
+        docstring). Only reads: ``write`` is a programming error here."""
+        if write:
+            raise RuntimeError("the registry's reads at once cannot write")
+        quick = self._quick
+        if quick is None or not self._quick_lock.acquire(blocking=False):
+            raise WouldWait
+        try:
+            try:
+                quick.execute("BEGIN")
+            except sqlite3.Error as error:
+                raise WouldWait from error
+            try:
+                yield quick
+            except sqlite3.Error as error:
+                with contextlib.suppress(sqlite3.Error):
+                    quick.execute("ROLLBACK")
+                raise WouldWait from error
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    quick.execute("ROLLBACK")
+                raise
+            try:
+                quick.execute("COMMIT")
+            except sqlite3.Error as error:
+                with contextlib.suppress(sqlite3.Error):
+                    quick.execute("ROLLBACK")
+                raise WouldWait from error
+        finally:
+            self._quick_lock.release()
+
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            with self._quick_lock:
+                if self._quick is not None:
+                    self._quick.close()
+                    self._quick = None
