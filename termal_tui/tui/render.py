@@ -39,9 +39,10 @@ EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"
 PROCESSED_GLYPH: Final = "✓"
 SHORT_ID_CHARS: Final = 8
-# Processed rows are drawn dim (SGR 2) in the muted colour: dimmer than unread rows in
-# 256-colour and truecolour alike, and under NO_COLOR the glyph and word carry it.
-PROCESSED_STYLE: Final = "$foreground 50%"
+# Processed rows are drawn in $termal-dim (legible.py): the bright text faded toward the
+# background as far as it still reads 4.5:1 on every background, the cursor included, so
+# dimmer than unread rows; under NO_COLOR the glyph and word carry it.
+PROCESSED_STYLE: Final = "$termal-dim"
 
 
 def line(value: str, style: str = "", max_chars: int | None = None) -> Content:
@@ -100,7 +101,7 @@ def card(
         names_room = room - len(badge.plain) - 2 - len(meta_text)
         if names_room >= wanted:
             break
-    meta = Content.styled(meta_text, "$foreground 65%")
+    meta = Content.styled(meta_text, "$termal-muted")
     head = Content.assemble(badge, "  ", line(title, "bold", max(6, min(60, names_room))), meta)
     preview_text = (
         summary.latest_message_preview or f"Mailbox notification #{summary.latest_sequence:,}"
@@ -109,7 +110,7 @@ def card(
         return Content("\n").join([head, line(preview_text, "", room)])
     tag = f"{problem} · "
     second = Content.assemble(
-        Content.styled(tag, "bold $error"), line(preview_text, "", max(10, room - len(tag)))
+        Content.styled(tag, "bold $termal-error"), line(preview_text, "", max(10, room - len(tag)))
     )
     return Content("\n").join([head, second])
 
@@ -118,11 +119,11 @@ def _badge(summary: MailboxSummary, problem: str | None, behind: str) -> Content
     """``● 32 unread``, ``● backend 22 · planner 10 unread``, ``✓ all read``; with a
     health finding the glyph turns to a red ⚠."""
     if not summary.unread_count:
-        return Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
+        return Content.styled(f"{PROCESSED_GLYPH} all read", "$termal-success")
     counted = behind or f"{summary.unread_count:,}"
     if problem:
-        return Content.styled(f"⚠ {counted} unread", "bold $error")
-    return Content.styled(f"{UNREAD_GLYPH} {counted} unread", "bold $warning")
+        return Content.styled(f"⚠ {counted} unread", "bold $termal-error")
+    return Content.styled(f"{UNREAD_GLYPH} {counted} unread", "bold $termal-warning")
 
 
 def participant_chip(
@@ -132,7 +133,9 @@ def participant_chip(
     is below the latest row, but nothing above it is addressed to it). ``waiting``:
     what the thread knows; None: any cursor below the latest row counts."""
     caught_up = participant.processed_through >= latest if waiting is None else not waiting
-    glyph, style = (PROCESSED_GLYPH, "$success") if caught_up else (UNREAD_GLYPH, "$warning")
+    glyph, style = (
+        (PROCESSED_GLYPH, "$termal-success") if caught_up else (UNREAD_GLYPH, "$termal-warning")
+    )
     chip = Content.assemble(
         Content.styled(glyph, style),
         " ",
@@ -140,7 +143,7 @@ def participant_chip(
         f" {min(participant.processed_through, latest):,}/{latest:,}",
     )
     if participant.departed:
-        chip = chip + Content.styled(" departed", "$error")
+        chip = chip + Content.styled(" departed", "$termal-error")
     return chip
 
 
@@ -167,7 +170,7 @@ def divider_line(participant: MailboxParticipant) -> Content:
         f"{visible_line(participant.display_name, 40)}{departed} has processed to here "
         f"(#{participant.processed_through:,})"
     )
-    return Content.styled(f"──── {label} ────", "bold $accent")
+    return Content.styled(f"──── {label} ────", "bold $termal-accent")
 
 
 def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # type: ignore[assignment]
@@ -183,7 +186,7 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # ty
                 Content.styled(
                     f"  … up to {part.at_most:,} rows not loaded "
                     f"(#{part.older + 1:,}–#{part.newer - 1:,}){hint}",
-                    "italic $accent",
+                    "italic $termal-accent",
                 )
             )
             hint = ""
@@ -193,16 +196,16 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = ()) -> Content:  # ty
 
 
 def start_marker() -> Content:
-    return Content.styled("  — start of mailbox —", "$foreground 65%")
+    return Content.styled("  — start of mailbox —", "$termal-muted")
 
 
 def unreadable_row(message: MailboxMessage) -> Content:
     """A row another program wrote that cannot be shown as a message, marked in its place."""
     where = f"#{message.sequence:,}" if message.sequence >= 0 else "without a sequence"
     return Content.assemble(
-        Content.styled(f"⚠ unreadable row {where}", "bold $error"),
+        Content.styled(f"⚠ unreadable row {where}", "bold $termal-error"),
         "  ",
-        line(f"({message.unreadable})", "$error", 160),
+        line(f"({message.unreadable})", "$termal-error", 160),
     )
 
 
@@ -267,7 +270,7 @@ def message_row(
     if processed:
         status = Content.styled(f"{PROCESSED_GLYPH} Processed", PROCESSED_STYLE)
     else:
-        status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $warning")
+        status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $termal-warning")
     marker = "▾" if expanded else "▸"
     if age is not None:
         when = age
@@ -291,7 +294,7 @@ def message_row(
         line(message.target_name, base, names),
     ]
     if when:
-        head += ["  ", line(when, base or "$foreground 65%")]
+        head += ["  ", line(when, base or "$termal-muted")]
     lines.append(Content.assemble(*head, "  ", status))
     envelope = review_envelope(message)
     room = max(10, width - 4)
@@ -309,7 +312,7 @@ def message_row(
     if rest and remaining > 8:
         summary_line = Content.assemble(
             title_content,
-            Content.styled(" — ", base or "$foreground 65%"),
+            Content.styled(" — ", base or "$termal-muted"),
             line(rest, base, remaining),
         )
     elif rest:  # no room for the rest: an ellipsis says there is more
@@ -359,13 +362,13 @@ def _details(
     ]
     out = [_detail(name, value, width) for name, value in fields]
     if envelope is not None:
-        out.append(Content.styled("   Review result", "$foreground 65%"))
+        out.append(Content.styled("   Review result", "$termal-muted"))
         head, *rest = review_lines(envelope)
         out.append(Content("     ") + line(head, "bold", 300))
         out.extend(Content("     ") + line(text, "", 300) for text in rest)
         return out
     body, hidden = cap_lines(visible(message.body), max(3, body_lines))
-    out.append(Content.styled("   Body", "$foreground 65%"))
+    out.append(Content.styled("   Body", "$termal-muted"))
     room = max(10, width - BODY_INDENT)
     out.extend(
         Content(" " * BODY_INDENT + piece)
@@ -376,7 +379,7 @@ def _details(
         out.append(
             Content.styled(
                 f"     … {hidden:,} more line{'s' if hidden != 1 else ''} — press f for the full body",
-                "italic $accent",
+                "italic $termal-accent",
             )
         )
     return out
@@ -386,6 +389,6 @@ def _detail(name: str, value: str, width: int) -> Content:
     """``   Label            value``; a value longer than the row wraps under its own
     text (column 20), not under the label."""
     pieces = wrap_under(visible_line(value, 400), max(10, width - LABEL_CELLS))
-    label = Content.styled(f"   {name:<17}", "$foreground 65%")
+    label = Content.styled(f"   {name:<17}", "$termal-muted")
     rest = [Content(" " * LABEL_CELLS + piece) for piece in pieces[1:]]
     return Content("\n").join([Content.assemble(label, pieces[0]), *rest])

@@ -38,7 +38,7 @@ from termal_tui.vocabulary import counted
 NEW_MARK = "● "
 OLD_MARK = "  "
 UPDATE_LIMIT = 2_000  # messages read after a change (more: the stream starts again)
-DIM = "$foreground 65%"
+DIM = "$termal-muted"
 
 
 def _when(at: datetime, now: datetime) -> str:
@@ -60,7 +60,7 @@ def event_line(
     words = event_words(event, titles)
     when = _when(event.at, now)
     head = Content.assemble(
-        Content.styled(NEW_MARK if new else OLD_MARK, "bold $accent"),
+        Content.styled(NEW_MARK if new else OLD_MARK, "bold $termal-accent"),
         Content.styled(f"{when} ", DIM),
         Content.styled(f"{words.glyph} ", "bold"),
         Content.styled(words.headline, "bold"),
@@ -204,22 +204,22 @@ class ActivityScreen(Screen[Jump | None]):
         now = self.source.clock.now()
         model = self.model
         if status.phase == "missing":
-            state = Content.styled("◌ Waiting for the file", "bold $warning")
+            state = Content.styled("◌ Waiting for the file", "bold $termal-warning")
         elif status.live:
-            state = Content.styled(f"● Live {status.good_time(now)}", "bold $success")
+            state = Content.styled(f"● Live {status.good_time(now)}", "bold $termal-success")
         else:
-            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
+            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $termal-error")
         parts = [Content.styled("Activity · ", "bold"), state]
         new = model.new_count
         if new:
-            parts.append(Content.styled(f" · {counted(new, 'new event')}", "bold $accent"))
+            parts.append(Content.styled(f" · {counted(new, 'new event')}", "bold $termal-accent"))
         filters = model.describe_filters()
         if filters:
             parts.append(Content.styled(f" · only {visible_line(filters, 80)}", "bold"))
         line = Content.assemble(*parts)
         problem = self._problem or (status.reason if not status.live else "")
         if problem:
-            line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
+            line += Content("\n") + Content.styled(visible_line(problem, 200), "$termal-error")
         return line
 
     def draw(self) -> None:

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 FIRST_ROWS: Final = 40  # rows built before the first paint (more than a screen holds)
 CHUNK_ROWS: Final = 64  # then this many per frame, so keys never wait on 512 rows
-MUTED: Final = "$foreground 65%"
+MUTED: Final = "$termal-muted"
 
 
 # -------------------------------------------------------------------- header
@@ -92,7 +92,9 @@ class BoardHeader(Widget):
         head = Content.assemble(*parts)
         if not self.error:
             return head
-        return Content("\n").join([head, Content.styled(visible_line(self.error, 300), "$error")])
+        return Content("\n").join(
+            [head, Content.styled(visible_line(self.error, 300), "$termal-error")]
+        )
 
 
 # ----------------------------------------------------------------------- rows
@@ -107,7 +109,7 @@ def scope_row(scope: BoardScope, names: dict[str, str], width: int) -> Content:
     parts = [Content.styled(title, "bold"), Content.styled(counts, MUTED)]
     scope_id = f"  {visible_line(scope.scope_id, 60)}"
     if scope.scope_id in names and len(title) + len(counts) + len(scope_id) <= width:
-        parts.append(Content.styled(scope_id, "$foreground 45%"))
+        parts.append(Content.styled(scope_id, "$termal-dim"))
     return Content.assemble(*parts)
 
 
@@ -118,8 +120,8 @@ def key_row(head: BoardHead, now: datetime, width: int) -> Content:
     if head.deleted:  # the first line never wraps: the facts end in … when cut
         mark = f"✕ {key}"
         return Content.assemble(
-            Content.styled(mark, "$text-muted strike"),
-            Content.styled(cap(f"  deleted · {facts}", max(0, width - len(mark))), "$text-muted"),
+            Content.styled(mark, "$termal-dim strike"),
+            Content.styled(cap(f"  deleted · {facts}", max(0, width - len(mark))), "$termal-dim"),
         )
     first = Content.assemble(
         Content.styled(key, "bold"),

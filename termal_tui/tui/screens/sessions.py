@@ -29,7 +29,7 @@ from termal_tui.views.live import LiveSource, Subscription, Superseded
 from termal_tui.views.sessions import SPARK_HOURS, SessionRow, SessionsModel
 from termal_tui.vocabulary import age_words, counted
 
-DIM = "$foreground 65%"
+DIM = "$termal-muted"
 HOOK_WINDOW = 600.0  # a hook run this recent counts as listening (as health does)
 
 
@@ -58,7 +58,9 @@ def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0
     """One line that never wraps: the state glyph, the name, the sparkline, then what
     fits of the load, the last ack, the notifier and the last board write (in that order
     of giving way, from the end)."""
-    glyph = Content.styled("● ", "bold $warning") if row.behind else Content.styled("✓ ", DIM)
+    glyph = (
+        Content.styled("● ", "bold $termal-warning") if row.behind else Content.styled("✓ ", DIM)
+    )
     name = Content.styled(visible_line(row.name, 24), "bold")
     if name.cell_length < name_cells:  # the names in one column: the sparklines line up
         name = name + Content(" " * (name_cells - name.cell_length))
@@ -77,11 +79,11 @@ def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0
     if row.last_ack is not None:
         extras.append(Content.styled(f" · ack {_ago(row.last_ack, now)} (seen)", DIM))
     if row.notifier is not None:
-        style = "bold $error" if row.notifier == "nobody listening" else DIM
+        style = "bold $termal-error" if row.notifier == "nobody listening" else DIM
         extras.append(Content.styled(f" · {row.notifier}", style))
     if row.last_board_write is not None:
         extras.append(Content.styled(f" · board {_ago(row.last_board_write, now)}", DIM))
-    spark = Content.styled(f"  {row.sparkline()}", "$accent")
+    spark = Content.styled(f"  {row.sparkline()}", "$termal-accent")
     for keep in range(len(extras), -1, -1):
         line = Content.assemble(head, spark, *parts, *extras[:keep])
         if line.cell_length <= width:
@@ -164,11 +166,11 @@ class SessionsScreen(Screen[str | None]):
         status = self.source.status
         now = self.source.clock.now()
         if status.live:
-            state = Content.styled(f"● Live {status.good_time(now)}", "bold $success")
+            state = Content.styled(f"● Live {status.good_time(now)}", "bold $termal-success")
         elif status.phase == "missing":
-            state = Content.styled("◌ Waiting for the file", "bold $warning")
+            state = Content.styled("◌ Waiting for the file", "bold $termal-warning")
         else:
-            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
+            state = Content.styled(f"● Stale {status.good_time(now)}", "bold $termal-error")
         model = self.model
         summary = f" · {counted(len(model.rows), 'session')}"
         if model.behind_count:
@@ -179,7 +181,7 @@ class SessionsScreen(Screen[str | None]):
             line += traffic  # said where it fits; the bars speak for themselves
         problem = self._problem or ("" if status.live else status.reason)
         if problem:
-            line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
+            line += Content("\n") + Content.styled(visible_line(problem, 200), "$termal-error")
         self.query_one("#sessions-status", Static).update(line)
         sessions = self.query_one(SessionList)
         outer = sessions.size.width or (self.size.width or 80)

@@ -133,7 +133,7 @@ def hidden_marker(first: int, last: int) -> Content:
     where = f"#{first:,}" if count == 1 else f"#{first:,}–#{last:,}"
     noun = "row" if count == 1 else "rows"
     return Content.styled(
-        f"· {count:,} control-plane {noun} hidden ({where}) · v shows", "$foreground 50%"
+        f"· {count:,} control-plane {noun} hidden ({where}) · v shows", "$termal-dim"
     )
 
 
@@ -154,29 +154,29 @@ class ThreadHeader(Widget):
     error: reactive[str] = reactive("", layout=True)  # a reason takes lines of its own
 
     STATES: Final = {
-        "loading": ("◌ Loading", "bold $foreground 65%"),
-        "live": ("● Live", "bold $success"),
-        "paused": ("⏸ Paused", "bold $warning"),
-        "snapshot": ("◼ Snapshot", "bold $warning"),
-        "stale": ("● Stale", "bold $error"),
+        "loading": ("◌ Loading", "bold $termal-muted"),
+        "live": ("● Live", "bold $termal-success"),
+        "paused": ("⏸ Paused", "bold $termal-warning"),
+        "snapshot": ("◼ Snapshot", "bold $termal-warning"),
+        "stale": ("● Stale", "bold $termal-error"),
     }
 
     def render(self) -> Content:
         label, style = self.STATES[self.state]
         parts: list[Content | str] = [Content.styled(label, style)]
         if self.refreshed:
-            parts.append(Content.styled(f" {self.refreshed}", "$foreground 65%"))
+            parts.append(Content.styled(f" {self.refreshed}", "$termal-muted"))
         if self.latest:
             parts.append(
                 Content.styled(
-                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$foreground 65%"
+                    f" · {self.loaded:,} of latest #{self.latest:,} loaded", "$termal-muted"
                 )
             )
-        parts.append(Content.styled(f" · {self.mailbox}", "$foreground 65%"))
+        parts.append(Content.styled(f" · {self.mailbox}", "$termal-muted"))
         head = Content.assemble(*parts)
         if not self.error:
             return head
-        reason = Content.styled(visible_line(self.error, 300), "$error")
+        reason = Content.styled(visible_line(self.error, 300), "$termal-error")
         return Content("\n").join([head, reason])
 
 
@@ -190,7 +190,7 @@ class MailboxView(WorkerFailures, Vertical):
     MailboxView { height: 1fr; }
     MailboxView #participants { height: auto; padding: 0 1; }
     MailboxView #new-notice {
-        height: 1; padding: 0 1; display: none; background: $accent 30%; text-style: bold;
+        height: 1; padding: 0 1; display: none; background: $termal-accent 30%; text-style: bold;
     }
     MailboxView.-has-new #new-notice { display: block; }
     MailboxView ThreadList { height: 1fr; border: none; }
