@@ -7,9 +7,9 @@ variables to every theme (:meth:`MailboxApp.get_css_variables`), each chosen aga
 every background the lists and headers draw on, the cursor included:
 
 ``$termal-cursor`` / ``$termal-cursor-blurred``
-    The highlighted card or row: the surface tinted toward ``$primary`` (a fixed
-    strength of tint, whatever the primary's lightness), so that the colours below
-    stay legible on it.
+    The highlighted card or row: the surface tinted toward ``$primary`` and moved away
+    from the text's side (a darker band under light text, a lighter one under dark
+    text), so that the colours below read on it as they do on the list.
 ``$termal-text`` / ``$termal-cursor-text``
     Bright text (unread rows, names): ``$foreground``, made legible where it is not.
 ``$termal-error`` / ``$termal-warning`` / ``$termal-success`` / ``$termal-accent``
@@ -32,12 +32,16 @@ from typing import Final
 from textual.color import Color
 
 from termal_tui.tui.contrast import (
+    BLACK,
     RGB,
+    STEPS,
     TEXT_MINIMUM,
+    WHITE,
     blend,
     contrast_ratio,
     hex_color,
     legible,
+    relative_luminance,
     worst_contrast,
 )
 
@@ -49,12 +53,13 @@ BRIGHT_MINIMUM: Final = 7.0
 DIM_ALPHA: Final = 0.5
 MUTED_ALPHA: Final = 0.65
 MUTED_MINIMUM: Final = 5.5  # labels and ages a little brighter than processed rows
-# The cursor: the focused list's surface tinted toward $primary, as strongly as this
-# (about Textual's blurred cursor) but never more contrasted with the surface than
-# CURSOR_STRENGTH, so that a light primary on a dark theme does not wash colours out.
+# The cursor: the list's surface tinted toward $primary, then moved away from the text's
+# side (darker under light text, lighter under dark text) until it stands this far from
+# the surface: what reads on the list reads on the cursor too, and a light primary on a
+# dark theme does not wash every colour out. Blurred: the same, fainter.
 CURSOR_TINT: Final = 0.3
-CURSOR_STRENGTH: Final = 1.45
-BLURRED_SHARE: Final = 0.6  # the blurred cursor's tint, as a share of the focused one
+CURSOR_STRENGTH: Final = 1.3
+BLURRED_STRENGTH: Final = 1.15
 FOCUS_TINT: Final = 0.05  # Textual's OptionList:focus { background-tint: $foreground 5% }
 ROLES: Final = ("error", "warning", "success", "accent")
 NAMES: Final = (
@@ -87,12 +92,22 @@ def fade_alpha(text: RGB, backgrounds: list[RGB], minimum: float, least: float) 
     return 1.0
 
 
-def cursor_tint(surface: RGB, primary: RGB) -> RGB:
-    """``surface`` tinted toward ``primary`` by CURSOR_TINT, less when that would stand
-    out from the surface by more than CURSOR_STRENGTH."""
+def cursor_tint(surface: RGB, primary: RGB, text: RGB, strength: float) -> RGB:
+    """``surface`` tinted toward ``primary`` (CURSOR_TINT), then darkened (light text)
+    or lightened (dark text) until it stands ``strength`` from ``surface``. Where that
+    side has no room (a white list under dark text), the tint alone, toward the text's
+    side, no stronger than ``strength``."""
+    tinted = blend(surface, primary, CURSOR_TINT)
+    light_text = relative_luminance(text) > relative_luminance(surface)
+    away = BLACK if light_text else WHITE
+    for step in range(STEPS + 1):
+        candidate = blend(tinted, away, step / STEPS)
+        darker = relative_luminance(candidate) < relative_luminance(surface)
+        if darker == light_text and contrast_ratio(candidate, surface) >= strength:
+            return candidate
     for percent in range(round(CURSOR_TINT * 100), 4, -1):
         tinted = blend(surface, primary, percent / 100)
-        if contrast_ratio(tinted, surface) <= CURSOR_STRENGTH:
+        if contrast_ratio(tinted, surface) <= strength:
             return tinted
     return blend(surface, primary, 0.05)
 
@@ -110,8 +125,8 @@ def legible_variables(variables: dict[str, str]) -> dict[str, str]:
     except (KeyError, ValueError):  # ANSI colours (the terminal's palette) or unknown
         return ansi_variables(variables)
     focused = blend(surface, foreground, FOCUS_TINT)
-    cursor = cursor_tint(focused, primary)
-    blurred = blend(surface, primary, (CURSOR_TINT * BLURRED_SHARE))
+    cursor = cursor_tint(focused, primary, foreground, CURSOR_STRENGTH)
+    blurred = cursor_tint(surface, primary, foreground, BLURRED_STRENGTH)
     backgrounds = [background, surface, focused, panel, cursor, blurred]
     text = legible(foreground, backgrounds, BRIGHT_MINIMUM)
     if worst_contrast(text, backgrounds) < MINIMUM:  # the most any colour reaches here

@@ -96,6 +96,12 @@ def test_every_colour_derived_from_a_theme_reads_on_every_background_it_meets(na
         for ground in grounds:
             drawn = blend(ground, text, alpha)
             assert MINIMUM <= contrast_ratio(drawn, ground) <= contrast_ratio(text, ground)
-    # The cursor stands out from the focused list it moves on, without washing colours out.
-    focused = blend(surface, parse_hex(variables["foreground"][:7]), FOCUS_TINT)
-    assert 1.05 < contrast_ratio(cursor, focused) <= CURSOR_STRENGTH, name
+    # The cursor stands out from the focused list it moves on, without washing colours
+    # out: away from the text's side where there is room (darker under light text).
+    foreground = parse_hex(variables["foreground"][:7])
+    focused = blend(surface, foreground, FOCUS_TINT)
+    assert contrast_ratio(cursor, focused) == pytest.approx(CURSOR_STRENGTH, abs=0.08), name
+    light_text = relative_luminance(foreground) > relative_luminance(focused)
+    darker = relative_luminance(cursor) < relative_luminance(focused)
+    room = contrast_ratio(BLACK if light_text else WHITE, focused) >= CURSOR_STRENGTH
+    assert darker == light_text or not room, name  # rose-pine-dawn, solarized-light: too light
