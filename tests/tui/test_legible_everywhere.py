@@ -24,7 +24,7 @@ from textual.filter import DIM_FACTOR
 from textual.pilot import Pilot
 from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
-from textual.widgets import TabbedContent
+from textual.widgets import TabbedContent, Tabs
 
 from termal_tui.tui.app import INDEX_PANE, MailboxApp
 from termal_tui.tui.contrast import RGB, TEXT_MINIMUM, blend, contrast_ratio, hex_color
@@ -104,11 +104,17 @@ def row_cells(cells: list[Cell], marker: str) -> list[Cell]:
     raise AssertionError(f"no row with {marker!r} on screen")
 
 
+def is_text(text: str) -> bool:
+    """Not only spaces, nor only box drawing or block elements (the tab row's underline,
+    a scrollbar): decoration, not text to read."""
+    return any(not char.isspace() and not 0x2500 <= ord(char) <= 0x259F for char in text)
+
+
 def illegible(cells: list[Cell]) -> list[str]:
     return [
         f"{cell.text.strip()!r} {cell.ratio:.2f}:1 ({hex_color(cell.fg)} on {hex_color(cell.bg)})"
         for cell in cells
-        if cell.text.strip() and cell.ratio < TEXT_MINIMUM
+        if is_text(cell.text) and cell.ratio < TEXT_MINIMUM
     ]
 
 
@@ -122,7 +128,8 @@ def has(cells: list[Cell], text: str) -> bool:
 
 async def index_and_tab(app: MailboxApp, pilot: Pilot[None], theme: str) -> dict[str, list[Cell]]:
     """Everything measured in one theme: the open tab with its processed row
-    highlighted, then an unread one, then blurred; the index (its first card, with
+    highlighted (and the tab labels), then an unread one, then blurred; the tab row
+    focused (its active label on the cursor); the index (its first card, with
     ``⚠`` and ``never woken``, highlighted), focused and blurred. Nothing is read from
     the file here: a pause lets the theme's and the focus's styles apply."""
     app.theme = theme
@@ -136,13 +143,17 @@ async def index_and_tab(app: MailboxApp, pilot: Pilot[None], theme: str) -> dict
     assert view.highlight_sequence(PROCESSED_ROW)
     await pilot.pause()
     header = view.query("ThreadHeader, #participants")
-    shown["tab, processed row highlighted"] = drawn(app, thread, *header)
+    tab_row = tabs.query_one(Tabs)
+    shown["tab, processed row highlighted"] = drawn(app, thread, *header, tab_row)
     assert view.highlight_sequence(UNREAD_ROW)
     await pilot.pause()
     shown["tab, unread row highlighted"] = drawn(app, thread)
     app.set_focus(None)
     await pilot.pause()
     shown["tab, blurred"] = drawn(app, thread)
+    tab_row.focus()
+    await pilot.pause()
+    shown["tab row focused"] = drawn(app, tab_row)
 
     pane = tabs.active
     tabs.active = INDEX_PANE
