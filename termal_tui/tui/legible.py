@@ -42,7 +42,6 @@ from termal_tui.tui.contrast import (
     hex_color,
     legible,
     relative_luminance,
-    worst_contrast,
 )
 
 # Text on the cursor and off it is held to WCAG AA with some room (a terminal's own
@@ -128,9 +127,8 @@ def legible_variables(variables: dict[str, str]) -> dict[str, str]:
     cursor = cursor_tint(focused, primary, foreground, CURSOR_STRENGTH)
     blurred = cursor_tint(surface, primary, foreground, BLURRED_STRENGTH)
     backgrounds = [background, surface, focused, panel, cursor, blurred]
+    # 7:1 where it can be had; else the closest (white or black, in effect).
     text = legible(foreground, backgrounds, BRIGHT_MINIMUM)
-    if worst_contrast(text, backgrounds) < MINIMUM:  # the most any colour reaches here
-        text = legible(foreground, backgrounds, MINIMUM)
     out = {
         "termal-cursor": hex_color(cursor),
         "termal-cursor-blurred": hex_color(blurred),
