@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 from collections.abc import Callable
 from datetime import datetime
@@ -33,6 +34,7 @@ from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.cells import cap_cells
+from termal_tui.tui.legible import legible_variables
 from termal_tui.tui.messages import (
     CloseRequested,
     LiveChanged,
@@ -66,6 +68,11 @@ def _mailbox_commands() -> type[Provider]:
     from termal_tui.tui.commands import MailboxCommands
 
     return MailboxCommands
+
+
+@functools.lru_cache(maxsize=8)
+def _legible(variables: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return legible_variables(dict(variables))
 
 
 class MailboxApp(App[None]):
@@ -131,6 +138,14 @@ class MailboxApp(App[None]):
         self._watch: Watch | None = None
         self.keymap_applied: dict[str, str] = {}
         self.sub_title = self._subtitle()
+
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables and the viewer's own colours derived from them (see
+        :mod:`termal_tui.tui.legible`); a theme that names one of those keeps its own."""
+        variables = super().get_css_variables()
+        combined = {**_legible(tuple(variables.items())), **variables}
+        self.theme_variables = combined
+        return combined
 
     def _subtitle(self) -> str:
         viewer = f" · as {visible_line(self.session_id, 40)}" if self.session_id else ""

@@ -40,9 +40,10 @@ EXPANDED_BODY_LINES: Final = 40
 UNREAD_GLYPH: Final = "●"
 PROCESSED_GLYPH: Final = "✓"
 SHORT_ID_CHARS: Final = 8
-# Processed rows are drawn dim (SGR 2) in the muted colour: dimmer than unread rows in
-# 256-colour and truecolour alike, and under NO_COLOR the glyph and word carry it.
-PROCESSED_STYLE: Final = "$foreground 50%"
+# Processed rows are drawn in $termal-dim (legible.py): the bright text faded toward the
+# background as far as it still reads 4.5:1 on every background, the cursor included, so
+# dimmer than unread rows; under NO_COLOR the glyph and word carry it.
+PROCESSED_STYLE: Final = "$termal-dim"
 
 
 def line(value: str, style: str = "", max_chars: int | None = None) -> Content:
@@ -104,7 +105,7 @@ def card(
         names_room = room - cells(badge) - 2 - cells(meta_text)
         if names_room >= wanted:
             break
-    meta = Content.styled(meta_text, "$foreground 65%")
+    meta = Content.styled(meta_text, "$termal-muted")
     names = fit(title, min(60, max(1, names_room)), "bold")
     head = fit(Content.assemble(badge, "  ", names, meta), room)
     preview_text = visible_line(
@@ -112,7 +113,7 @@ def card(
     )
     if not problem:
         return Content("\n").join([head, fit(preview_text, room)])
-    tag = Content.styled(f"{problem} · ", "bold $error")
+    tag = Content.styled(f"{problem} · ", "bold $termal-error")
     second = fit(Content.assemble(tag, preview_text), room)
     return Content("\n").join([head, second])
 
@@ -121,11 +122,11 @@ def _badge(summary: MailboxSummary, problem: str | None, behind: str) -> Content
     """``● 32 unread``, ``● backend 22 · planner 10 unread``, ``✓ all read``; with a
     health finding the glyph turns to a red ⚠."""
     if not summary.unread_count:
-        return Content.styled(f"{PROCESSED_GLYPH} all read", "$success")
+        return Content.styled(f"{PROCESSED_GLYPH} all read", "$termal-success")
     counted = behind or f"{summary.unread_count:,}"
     if problem:
-        return Content.styled(f"⚠ {counted} unread", "bold $error")
-    return Content.styled(f"{UNREAD_GLYPH} {counted} unread", "bold $warning")
+        return Content.styled(f"⚠ {counted} unread", "bold $termal-error")
+    return Content.styled(f"{UNREAD_GLYPH} {counted} unread", "bold $termal-warning")
 
 
 def participant_chip(
@@ -135,7 +136,9 @@ def participant_chip(
     is below the latest row, but nothing above it is addressed to it). ``waiting``:
     what the thread knows; None: any cursor below the latest row counts."""
     caught_up = participant.processed_through >= latest if waiting is None else not waiting
-    glyph, style = (PROCESSED_GLYPH, "$success") if caught_up else (UNREAD_GLYPH, "$warning")
+    glyph, style = (
+        (PROCESSED_GLYPH, "$termal-success") if caught_up else (UNREAD_GLYPH, "$termal-warning")
+    )
     chip = Content.assemble(
         Content.styled(glyph, style),
         " ",
@@ -143,7 +146,7 @@ def participant_chip(
         f" {min(participant.processed_through, latest):,}/{latest:,}",
     )
     if participant.departed:
-        chip = chip + Content.styled(" departed", "$error")
+        chip = chip + Content.styled(" departed", "$termal-error")
     return chip
 
 
@@ -175,9 +178,9 @@ def divider_line(participant: MailboxParticipant, width: int = 118) -> Content:
     label = f"{cap_cells(name, min(40, name_room))}{departed} {words}"
     return first_fit(
         width,
-        Content.styled(f"──── {label} ────", "bold $accent"),
-        Content.styled(f"── {label}", "bold $accent"),
-        Content.styled(label, "bold $accent"),
+        Content.styled(f"──── {label} ────", "bold $termal-accent"),
+        Content.styled(f"── {label}", "bold $termal-accent"),
+        Content.styled(label, "bold $termal-accent"),
     )
 
 
@@ -195,7 +198,7 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = (), width: int = 118)
             span = f" (#{part.older + 1:,}–#{part.newer - 1:,})"
             forms = [count + span + hint, count + span, count] if hint else [count + span, count]
             lines.append(
-                first_fit(width, *(Content.styled(form, "italic $accent") for form in forms))
+                first_fit(width, *(Content.styled(form, "italic $termal-accent") for form in forms))
             )
             hint = ""
         else:
@@ -204,7 +207,7 @@ def gap_row(gap: Gap, dividers: list[MailboxParticipant] = (), width: int = 118)
 
 
 def start_marker() -> Content:
-    return Content.styled("  — start of mailbox —", "$foreground 65%")
+    return Content.styled("  — start of mailbox —", "$termal-muted")
 
 
 def unreadable_row(message: MailboxMessage, width: int = 118) -> Content:
@@ -213,9 +216,9 @@ def unreadable_row(message: MailboxMessage, width: int = 118) -> Content:
     where = f"#{message.sequence:,}" if message.sequence >= 0 else "without a sequence"
     return fit(
         Content.assemble(
-            Content.styled(f"⚠ unreadable row {where}", "bold $error"),
+            Content.styled(f"⚠ unreadable row {where}", "bold $termal-error"),
             "  ",
-            line(f"({message.unreadable})", "$error", 160),
+            line(f"({message.unreadable})", "$termal-error", 160),
         ),
         width,
     )
@@ -282,7 +285,7 @@ def message_row(
     if processed:
         status = Content.styled(f"{PROCESSED_GLYPH} Processed", PROCESSED_STYLE)
     else:
-        status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $warning")
+        status = Content.styled(f"{UNREAD_GLYPH} Unread", "bold $termal-warning")
     marker = "▾" if expanded else "▸"
     if age is not None:
         when = age
@@ -308,7 +311,7 @@ def message_row(
         fit(target, names, base),
     ]
     if when:
-        head += ["  ", fit(visible_line(when), width, base or "$foreground 65%")]
+        head += ["  ", fit(visible_line(when), width, base or "$termal-muted")]
     lines.append(fit(Content.assemble(*head, "  ", status), width))
     envelope = review_envelope(message)
     room = max(10, width - 4)
@@ -327,7 +330,7 @@ def message_row(
     if rest and remaining > 8:
         summary_line = Content.assemble(
             title_content,
-            Content.styled(" — ", base or "$foreground 65%"),
+            Content.styled(" — ", base or "$termal-muted"),
             fit(visible_line(rest), remaining, base),
         )
     elif rest:  # no room for the rest: one ellipsis says there is more (the title cut)
@@ -370,7 +373,7 @@ def _details(
     ]
     out = [_detail(name, value, width) for name, value in fields]
     if envelope is not None:
-        out.append(Content.styled("   Review result", "$foreground 65%"))
+        out.append(Content.styled("   Review result", "$termal-muted"))
         head, *rest = review_lines(envelope)
         room = max(10, width - BODY_INDENT)
         for index, text in enumerate([head, *rest]):
@@ -381,7 +384,7 @@ def _details(
             )
         return out
     body, hidden = cap_lines(visible(message.body), max(3, body_lines))
-    out.append(Content.styled("   Body", "$foreground 65%"))
+    out.append(Content.styled("   Body", "$termal-muted"))
     room = max(10, width - BODY_INDENT)
     out.extend(
         Content(" " * BODY_INDENT + piece)
@@ -392,7 +395,7 @@ def _details(
         out.append(
             Content.styled(
                 f"     … {hidden:,} more line{'s' if hidden != 1 else ''} — press f for the full body",
-                "italic $accent",
+                "italic $termal-accent",
             )
         )
     return out
@@ -402,6 +405,6 @@ def _detail(name: str, value: str, width: int) -> Content:
     """``   Label            value``; a value longer than the row wraps under its own
     text (column 20), not under the label."""
     pieces = wrap_under(visible_line(value, 400), max(10, width - LABEL_CELLS))
-    label = Content.styled(f"   {pad_cells(name, 17)}", "$foreground 65%")
+    label = Content.styled(f"   {pad_cells(name, 17)}", "$termal-muted")
     rest = [Content(" " * LABEL_CELLS + piece) for piece in pieces[1:]]
     return Content("\n").join([Content.assemble(label, pieces[0]), *rest])

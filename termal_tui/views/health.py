@@ -24,7 +24,7 @@ SLOW_FACTOR: Final = 20.0  # after a pass of t seconds, the next waits at least 
 SLOW_PASS: Final = 0.5  # …when t is at least this (a busy machine slows small passes too)
 CHECKING: Final = " · checking…"
 TITLE: Final = "termal-tui (read-only) — delivery health"
-MUTED: Final = "$foreground 65%"
+MUTED: Final = "$termal-muted"
 CHANNEL_LINES: Final = 3  # the channels section's most lines; then "… and N more"
 NAME_CELLS: Final = 24  # a session's name is cut to this in the channels section
 
@@ -254,17 +254,17 @@ class HealthView:
         """``● Live 12:00:00``; Stale with the time of the last good pass, or none."""
         moment = f" {self.good_at}" if self.good_at else ""
         if not live:
-            return (f"● Stale{moment}", "bold $error")
+            return (f"● Stale{moment}", "bold $termal-error")
         if not self.live:
-            return (f"⏸ Paused{moment}", "bold $warning")
-        return (f"● Live{moment}", "bold $success")
+            return (f"⏸ Paused{moment}", "bold $termal-warning")
+        return (f"● Live{moment}", "bold $termal-success")
 
     def status(self, room: int) -> list[Segment]:
         """The status line at ``room`` cells (a Stale reason on a line of its own)."""
         if self.missing and self.never_read:
             name = visible_line(self.file_name, 60) or "the database file"
             return [
-                ("◌ Not there yet", "bold $warning"),
+                ("◌ Not there yet", "bold $termal-warning"),
                 (f" · {name} does not exist (yet): nothing to check\n", MUTED),
                 (visible_line(self.missing, 300), MUTED),
             ]
@@ -273,7 +273,7 @@ class HealthView:
             return [
                 self._state(live=False),
                 (f"{listed}\n", MUTED),
-                (visible_line(self.stale_reason, 300), "$error"),
+                (visible_line(self.stale_reason, 300), "$termal-error"),
             ]
         if self.report is None or self.counts is None:
             return [("◌ Checking every mailbox…", MUTED)]
@@ -287,7 +287,7 @@ class HealthView:
                     break
             else:
                 words = " · ✓ Nothing is stuck."
-            return [state, (words, "bold $success"), *checking]
+            return [state, (words, "bold $termal-success"), *checking]
         rows, stuck_in = self.counts.rows, self.counts.mailboxes
         of = counted(report.mailboxes, "mailbox", "mailboxes")
         choices = (
@@ -301,7 +301,7 @@ class HealthView:
                 CHECKING
             ):  # room for "checking…"
                 break
-        line = [state, (words, "bold $warning")]
+        line = [state, (words, "bold $termal-warning")]
         hint = " · enter opens the first affected message"
         if (
             self.measure(state[0])
@@ -332,7 +332,7 @@ class HealthView:
         used = self.measure(label)
         for index, channel in enumerate(self.channels):
             text = channel.text()
-            style = "" if channel.held else "$warning"
+            style = "" if channel.held else "$termal-warning"
             sep = " · " if len(line) > 1 else ""
             if len(line) > 1 and used + self.measure(sep) + self.measure(text) > room:
                 if len(lines) == most - 1:  # no line left: say how many are not shown

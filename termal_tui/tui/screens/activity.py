@@ -36,7 +36,7 @@ from termal_tui.vocabulary import counted
 NEW_MARK = "● "
 OLD_MARK = "  "
 UPDATE_LIMIT = 2_000  # messages read after a change (more: the stream starts again)
-DIM = "$foreground 65%"
+DIM = "$termal-muted"
 
 
 def _when(at: datetime, now: datetime) -> str:
@@ -58,7 +58,7 @@ def event_line(
     words = event_words(event, titles)
     when = _when(event.at, now)
     head = Content.assemble(
-        Content.styled(NEW_MARK if new else OLD_MARK, "bold $accent"),
+        Content.styled(NEW_MARK if new else OLD_MARK, "bold $termal-accent"),
         Content.styled(f"{when} ", DIM),
         Content.styled(f"{words.glyph} ", "bold"),
         Content.styled(words.headline, "bold"),
@@ -187,7 +187,7 @@ class ActivityScreen(LiveListScreen[Jump | None]):
         parts = [Content.styled("Activity · ", "bold"), self.live_state()]
         new = model.new_count
         if new:
-            parts.append(Content.styled(f" · {counted(new, 'new event')}", "bold $accent"))
+            parts.append(Content.styled(f" · {counted(new, 'new event')}", "bold $termal-accent"))
         filters = model.describe_filters()
         if filters:
             parts.append(Content.styled(f" · only {visible_line(filters, 80)}", "bold"))

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 FIRST_ROWS: Final = 40  # rows built before the first paint (more than a screen holds)
 CHUNK_ROWS: Final = 64  # then this many per frame, so keys never wait on 512 rows
-MUTED: Final = "$foreground 65%"
+MUTED: Final = "$termal-muted"
 
 
 # -------------------------------------------------------------------- header
@@ -93,7 +93,9 @@ class BoardHeader(Widget):
         head = fit(Content.assemble(*parts), self.size.width or 80)  # one line
         if not self.error:
             return head
-        return Content("\n").join([head, Content.styled(visible_line(self.error, 300), "$error")])
+        return Content("\n").join(
+            [head, Content.styled(visible_line(self.error, 300), "$termal-error")]
+        )
 
 
 # ----------------------------------------------------------------------- rows
@@ -105,7 +107,7 @@ def scope_row(scope: BoardScope, names: dict[str, str], width: int) -> Content:
     # One line at any width: a long name (or a bare id) gives way to its counts.
     title = cap_cells(scope_title(scope, names), max(12, width - cells(counts)))
     parts = [Content.styled(title, "bold"), Content.styled(counts, MUTED)]
-    scope_id = Content.styled(f"  {visible_line(scope.scope_id, 60)}", "$foreground 45%")
+    scope_id = Content.styled(f"  {visible_line(scope.scope_id, 60)}", "$termal-dim")
     if scope.scope_id in names:
         return first_fit(width, Content.assemble(*parts, scope_id), Content.assemble(*parts))
     return fit(Content.assemble(*parts), width)
@@ -126,8 +128,8 @@ def key_row(head: BoardHead, now: datetime, width: int) -> Content:
     if head.deleted:  # the first line never wraps: the facts end in … when cut
         return fit(
             Content.assemble(
-                Content.styled(mark, "$text-muted strike"),
-                Content.styled(f"{lead}{facts}", "$text-muted"),
+                Content.styled(mark, "$termal-dim strike"),
+                Content.styled(f"{lead}{facts}", "$termal-dim"),
             ),
             width,
         )

@@ -49,11 +49,11 @@ if TYPE_CHECKING:
 Notifiers = Mapping[str, Notifier] | None
 
 KIND_LABELS = {  # the words are vocabulary.FINDING_WORDS, as on cards and in help
-    "receiver-gone": (f"⚠ {FINDING_WORDS['receiver-gone']}", "bold $error"),
-    "no-notifier": (f"⚠ {FINDING_WORDS['no-notifier']}", "bold $error"),
-    "never-woken": (f"⚠ {FINDING_WORDS['never-woken']}", "bold $warning"),
-    "woken-unprocessed": (f"⚠ {FINDING_WORDS['woken-unprocessed']}", "bold $warning"),
-    "lagging": (f"◷ {FINDING_WORDS['lagging']}", "$foreground 65%"),
+    "receiver-gone": (f"⚠ {FINDING_WORDS['receiver-gone']}", "bold $termal-error"),
+    "no-notifier": (f"⚠ {FINDING_WORDS['no-notifier']}", "bold $termal-error"),
+    "never-woken": (f"⚠ {FINDING_WORDS['never-woken']}", "bold $termal-warning"),
+    "woken-unprocessed": (f"⚠ {FINDING_WORDS['woken-unprocessed']}", "bold $termal-warning"),
+    "lagging": (f"◷ {FINDING_WORDS['lagging']}", "$termal-muted"),
 }
 
 LABEL_CELLS = 24  # the widest label and a space: the names line up at 80 columns and up

@@ -66,15 +66,15 @@ class LiveListScreen(Screen[ResultType], Generic[ResultType]):
         status = self.source.status
         now = self.source.clock.now()
         if status.phase == "missing":
-            return Content.styled("◌ Waiting for the file", "bold $warning")
+            return Content.styled("◌ Waiting for the file", "bold $termal-warning")
         if status.live:
-            return Content.styled(f"● Live {status.good_time(now)}", "bold $success")
-        return Content.styled(f"● Stale {status.good_time(now)}", "bold $error")
+            return Content.styled(f"● Live {status.good_time(now)}", "bold $termal-success")
+        return Content.styled(f"● Stale {status.good_time(now)}", "bold $termal-error")
 
     def with_problem(self, line: Content) -> Content:
         """``line``, and under it why the last read failed or the source is not live."""
         status = self.source.status
         problem = self._problem or ("" if status.live else status.reason)
         if problem:
-            line += Content("\n") + Content.styled(visible_line(problem, 200), "$error")
+            line += Content("\n") + Content.styled(visible_line(problem, 200), "$termal-error")
         return line

@@ -250,9 +250,9 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         kept = f" · {count:,} found before it failed" if count else ""
         self.query_one("#search-status", Static).update(
             Content.assemble(
-                Content.styled("● Search failed", "bold $error"),
+                Content.styled("● Search failed", "bold $termal-error"),
                 " ",
-                Content.styled(visible_line(event.error, 200) + kept, "$error"),
+                Content.styled(visible_line(event.error, 200) + kept, "$termal-error"),
             )
         )
 
@@ -289,10 +289,10 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         head = Content.assemble(
             Content.styled(f"#{message.sequence:,}  ", "bold"),
             Content(cap_cells(visible_line(f"{message.sender_name} → {message.target_name}"), 40)),
-            Content.styled(f"  {when}", "$foreground 65%"),
+            Content.styled(f"  {when}", "$termal-muted"),
             "  ",
             Content.styled(cap_cells(visible_line(row_title(message)), 80), "bold"),
-            Content.styled(where, "$foreground 65%"),
+            Content.styled(where, "$termal-muted"),
         )
         head = fit(head, room)  # one line, cut with an ellipsis (never wrapped)
         searched = f"{message.topic} — {message.body}" if message.topic else message.body

@@ -27,7 +27,7 @@ from termal_tui.views.live import LiveSource, Superseded
 from termal_tui.views.sessions import SPARK_HOURS, SessionRow, SessionsModel
 from termal_tui.vocabulary import age_words, counted
 
-DIM = "$foreground 65%"
+DIM = "$termal-muted"
 NAME_CELLS = 24  # a name's column: longer names are cut with …
 HOOK_WINDOW = 600.0  # a hook run this recent counts as listening (as health does)
 
@@ -57,7 +57,9 @@ def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0
     """One line that never wraps: the state glyph, the name, the sparkline, then what
     fits of the load, the last ack, the notifier and the last board write (in that order
     of giving way, from the end)."""
-    glyph = Content.styled("● ", "bold $warning") if row.behind else Content.styled("✓ ", DIM)
+    glyph = (
+        Content.styled("● ", "bold $termal-warning") if row.behind else Content.styled("✓ ", DIM)
+    )
     name = cap_cells(visible_line(row.name), NAME_CELLS)
     # the names in one column: the sparklines line up
     head = Content.assemble(
@@ -80,11 +82,11 @@ def session_line(row: SessionRow, width: int, now: datetime, name_cells: int = 0
     if row.last_ack is not None:
         extras.append(Content.styled(f" · ack {_ago(row.last_ack, now)} (seen)", DIM))
     if row.notifier is not None:
-        style = "bold $error" if row.notifier == "nobody listening" else DIM
+        style = "bold $termal-error" if row.notifier == "nobody listening" else DIM
         extras.append(Content.styled(f" · {row.notifier}", style))
     if row.last_board_write is not None:
         extras.append(Content.styled(f" · board {_ago(row.last_board_write, now)}", DIM))
-    spark = Content.styled(f"  {row.sparkline()}", "$accent")
+    spark = Content.styled(f"  {row.sparkline()}", "$termal-accent")
     whole = Content(f" · {loads[0]}")
     return first_fit(
         width,

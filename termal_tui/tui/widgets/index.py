@@ -30,11 +30,11 @@ from termal_tui.views.index import STATE_LABELS, IndexModel, StatusLine, Update
 from termal_tui.vocabulary import Ages
 
 STATE_STYLES = {
-    "live": "bold $success",
-    "paused": "bold $warning",
-    "snapshot": "bold $warning",
-    "stale": "bold $error",
-    "missing": "bold $warning",
+    "live": "bold $termal-success",
+    "paused": "bold $termal-warning",
+    "snapshot": "bold $termal-warning",
+    "stale": "bold $termal-error",
+    "missing": "bold $termal-warning",
     "loading": "",
 }
 WAITING = (
@@ -67,11 +67,11 @@ def status_content(line: StatusLine) -> Content:
         if not line.reason:
             return label
         return Content.assemble(
-            label, " ", Content.styled(visible_line(line.reason, 300), "$error")
+            label, " ", Content.styled(visible_line(line.reason, 300), "$termal-error")
         )
-    status = Content.assemble(label, Content.styled(f" {line.text}", "$foreground 65%"))
+    status = Content.assemble(label, Content.styled(f" {line.text}", "$termal-muted"))
     if line.reason:
-        status += Content("\n") + Content.styled(visible_line(line.reason, 300), "$error")
+        status += Content("\n") + Content.styled(visible_line(line.reason, 300), "$termal-error")
     return status
 
 
@@ -102,7 +102,7 @@ class MailboxIndex(Vertical, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    MailboxIndex #index-status { height: auto; max-height: 4; padding: 0 1; color: $foreground 65%; }
+    MailboxIndex #index-status { height: auto; max-height: 4; padding: 0 1; color: $termal-muted; }
     MailboxIndex #index-empty { padding: 1 2; display: none; }
     MailboxIndex.-empty #index-empty { display: block; }
     MailboxIndex.-empty #cards { display: none; }

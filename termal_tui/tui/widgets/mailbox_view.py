@@ -138,7 +138,7 @@ def hidden_marker(first: int, last: int, width: int = 118) -> Content:
     return first_fit(
         width,
         *(
-            Content.styled(form, "$foreground 50%")
+            Content.styled(form, "$termal-dim")
             for form in (f"{hidden} ({where}) · v shows", f"{hidden} · v shows", hidden)
         ),
     )
@@ -161,16 +161,16 @@ class ThreadHeader(Widget):
     error: reactive[str] = reactive("", layout=True)  # a reason takes lines of its own
 
     STATES: Final = {
-        "loading": ("◌ Loading", "bold $foreground 65%"),
-        "live": ("● Live", "bold $success"),
-        "paused": ("⏸ Paused", "bold $warning"),
-        "snapshot": ("◼ Snapshot", "bold $warning"),
-        "stale": ("● Stale", "bold $error"),
+        "loading": ("◌ Loading", "bold $termal-muted"),
+        "live": ("● Live", "bold $termal-success"),
+        "paused": ("⏸ Paused", "bold $termal-warning"),
+        "snapshot": ("◼ Snapshot", "bold $termal-warning"),
+        "stale": ("● Stale", "bold $termal-error"),
     }
 
     def render(self) -> Content:
         label, style = self.STATES[self.state]
-        muted = "$foreground 65%"
+        muted = "$termal-muted"
         state = Content.styled(label, style)
         if self.refreshed:
             state += Content.styled(f" {self.refreshed}", muted)
@@ -189,7 +189,7 @@ class ThreadHeader(Widget):
         )
         if not self.error:
             return head
-        reason = Content.styled(visible_line(self.error, 300), "$error")
+        reason = Content.styled(visible_line(self.error, 300), "$termal-error")
         return Content("\n").join([head, reason])
 
 
@@ -203,7 +203,7 @@ class MailboxView(WorkerFailures, Vertical):
     MailboxView { height: 1fr; }
     MailboxView #participants { height: auto; padding: 0 1; }
     MailboxView #new-notice {
-        height: 1; padding: 0 1; display: none; background: $accent 30%; text-style: bold;
+        height: 1; padding: 0 1; display: none; background: $termal-accent 30%; text-style: bold;
     }
     MailboxView.-has-new #new-notice { display: block; }
     MailboxView ThreadList { height: 1fr; border: none; }
