@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import aiosqlite
 
-from termal_tui.store.board import formats, queries
+from termal_tui.store.board import formats, queries, rules
 from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardScope
 from termal_tui.store.connection import (
     FollowsPath,
@@ -106,7 +106,7 @@ class BoardReader(FollowsPath):
         """TermAl's list: live heads by key, default 100 per page (1..=200), bound to the
         scope generation (``snapshot_generation`` on continuations; 409 if it moved),
         ``known_generation`` on a first page → ``unchanged`` with no entries."""
-        size = queries.validate_list_request(
+        size = rules.validate_list_request(
             scope_id, after_key, limit, snapshot_generation, known_generation
         )
 
@@ -116,15 +116,7 @@ class BoardReader(FollowsPath):
             )
 
         def empty() -> BoardListPage:
-            if snapshot_generation is not None and snapshot_generation != 0:
-                raise queries.conflict(
-                    "coordination board scope changed during pagination: expected generation "
-                    f"{snapshot_generation}, current generation is 0; restart the listing",
-                    None,
-                    0,
-                )
-            unchanged = after_key is None and known_generation == 0
-            return BoardListPage(generation=0, entries=(), next_after_key=None, unchanged=unchanged)
+            return rules.empty_board_page(after_key, snapshot_generation, known_generation)
 
         return await self._snapshot(work, empty)
 
@@ -135,7 +127,7 @@ class BoardReader(FollowsPath):
         formats.validate_key(key)
 
         def empty() -> BoardGetResult:
-            raise queries.key_not_found(key, scope_id, None, 0)
+            raise rules.key_not_found(key, scope_id, None, 0)
 
         return await self._snapshot(lambda db: queries.get(db, scope_id, key), empty)
 
