@@ -38,6 +38,7 @@ from termal_tui.store.connection import (
 from termal_tui.store.errors import RetryableError, StorageError, StoreError
 from termal_tui.store.schema import verify_readable
 from termal_tui.store.sqlite import open_read_only
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 T = TypeVar("T")
 _CORE_TABLES = frozenset({"coordination_board_scopes", "coordination_board_entries"})
@@ -221,7 +222,20 @@ async def open_board_reader(
 ) -> AsyncIterator[BoardReader]:
     """Open a coordination database's board read-only (as ``open_reader`` opens its
     mailboxes: a rejected file leaves no sidecars; a WAL file in a directory that
-    cannot be written is read as an immutable snapshot). Raises a StoreError."""
+    cannot be written is read as an immutable snapshot). Raises a StoreError.
+
+    ``path`` is TermAl's SQLite file or a ``postgresql://`` URL (read-only transactions
+    on the PostgreSQL engine, loaded only then)."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.board.reader import open_pg_board_reader
+
+        async with open_pg_board_reader(str(path), deadline=busy_timeout_ms / 1000) as pg:
+            yield pg  # type: ignore[misc]  # the same reads (PgBoardReader)
+        return
+    refuse_other_url(path)
     resolved = Path(path).expanduser()
     is_wal = inspect_database_file(resolved)
     identity = file_identity(resolved)  # before connecting: the file the connection reads

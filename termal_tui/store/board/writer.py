@@ -34,6 +34,7 @@ from termal_tui.store.connection import (
 from termal_tui.store.errors import RetryableError
 from termal_tui.store.lifecycle import in_write_transaction
 from termal_tui.store.schema import ensure_schema
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 T = TypeVar("T")
 
@@ -378,7 +379,22 @@ async def open_board_writer(
     busy_timeout_ms: int = formats.BUSY_TIMEOUT_MS,
 ) -> AsyncIterator[BoardWriter]:
     """Open (creating if needed) a coordination database's board for writing: TermAl's
-    connection setup and schema ensure, as ``open_writer`` does for mailboxes."""
+    connection setup and schema ensure, as ``open_writer`` does for mailboxes.
+
+    ``path`` is TermAl's SQLite file, or a ``postgresql://`` URL (the PostgreSQL engine,
+    loaded only then: the SQLite path imports nothing of it)."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.board.writer import open_pg_board_writer
+
+        async with open_pg_board_writer(
+            str(path), clock=clock, deadline=deadline, busy_timeout_ms=busy_timeout_ms
+        ) as pg:
+            yield pg  # type: ignore[misc]  # the same public API (PgBoardWriter)
+        return
+    refuse_other_url(path)
     resolved = Path(path).expanduser()
     db = await connect_read_write(resolved, busy_timeout_ms)
     writer = BoardWriter(
