@@ -25,7 +25,7 @@ import psycopg
 from termal_tui.store.board import formats, rules
 from termal_tui.store.board.records import BoardGetResult, BoardListPage, BoardSetReceipt
 from termal_tui.store.board.rules import HEAD_COLUMNS, MISSING
-from termal_tui.store.errors import RetryableError, ValidationError, busy_message
+from termal_tui.store.errors import RetryableError, busy_message
 from termal_tui.store.postgres.board import queries
 from termal_tui.store.postgres.board.reader import read_board
 from termal_tui.store.postgres.board.schema import ensure_board_schema
@@ -115,22 +115,6 @@ WITH fence AS (
 )
 DELETE FROM coordination_board_scopes WHERE scope_id = %s
 """
-
-
-def _refuse_nul(request: rules.SetRequest) -> None:
-    """PostgreSQL's text cannot hold U+0000 (a value's JSON escapes it; only the text
-    fields can hold one): refused before anything is written."""
-    for label, text in (
-        ("author session id", request.author_session_id),
-        ("author name", request.author_name),
-        ("idempotency key", request.idempotency_key),
-        ("state stamp", request.state_stamp),
-    ):
-        if text is not None and "\x00" in text:
-            raise ValidationError(
-                f"coordination board {label} contains a NUL character (U+0000), which "
-                "PostgreSQL cannot store"
-            )
 
 
 class PgBoardWriter:
@@ -225,7 +209,6 @@ class PgBoardWriter:
             state_stamp=state_stamp,
             raw_author_name=raw_author_name,
         )
-        _refuse_nul(request)
 
         async def work(conn: Conn) -> BoardSetReceipt:
             await conn.execute(_LOCK_SCOPE, (_LOCK_SPACE, scope_id))
