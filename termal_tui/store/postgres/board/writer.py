@@ -211,17 +211,21 @@ class PgBoardWriter:
         )
 
         async def work(conn: Conn) -> BoardSetReceipt:
-            await conn.execute(_LOCK_SCOPE, (_LOCK_SPACE, scope_id))
-            row = await one(
-                conn,
-                _STATE,
-                {
-                    "s": scope_id,
-                    "a": request.author_session_id,
-                    "i": request.idempotency_key,
-                    "k": key,
-                },
-            )
+            # One round trip: the server runs the state query after the lock is granted,
+            # so its snapshot holds every write committed before.
+            async with conn.pipeline():
+                await conn.execute(_LOCK_SCOPE, (_LOCK_SPACE, scope_id))
+                cursor = await conn.execute(
+                    _STATE.encode(),
+                    {
+                        "s": scope_id,
+                        "a": request.author_session_id,
+                        "i": request.idempotency_key,
+                        "k": key,
+                    },
+                )
+                row = await cursor.fetchone()
+            assert row is not None
             if row[0]:
                 raise rules.scope_deleted(scope_id)
             generation = rules.checked_generation(row[1])
