@@ -65,3 +65,16 @@ def test_an_unreachable_server_is_busy_and_hides_the_password(tmp_path):
     done = _cli(home, repo, "board", "ls", "--as", "ann", "--db", url)
     assert done.returncode == EXIT_BUSY, done.stderr
     assert "s3cret" not in done.stderr and "alice:***@" in done.stderr
+
+
+def test_mcp_with_a_wake_channel_on_a_url_is_one_sentence(tmp_path):
+    home, repo = tmp_path / "home", make_repo(tmp_path / "shop")
+    url = "postgresql://alice:s3cret@127.0.0.1:1/db"
+    done = _cli(home, repo, "mcp", "--session", "ann", "--db", url, "--channel")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert (
+        len(lines) == 1
+        and "PostgreSQL is not yet supported for `termal-tui mcp --channel`" in lines[0]
+    )
+    assert "s3cret" not in done.stderr
