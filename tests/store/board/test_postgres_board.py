@@ -158,6 +158,26 @@ async def test_a_deletion_racing_first_writes_never_leaves_rows_in_a_fenced_scop
     assert rows(db, "SELECT COUNT(*) FROM coordination_board_deleted_scopes") == [(8,)]
 
 
+async def test_an_unreachable_server_is_the_boards_busy_sentence_without_the_password():
+    url = "postgresql://alice:s3cr%40t-pw@127.0.0.1:1/db"
+    with pytest.raises(RetryableError) as writing:
+        async with open_board_writer(url):
+            pass
+    with pytest.raises(RetryableError) as reading:
+        async with open_board_reader(url):
+            pass
+    shown = "postgresql://alice:***@127.0.0.1:1/db"
+    assert str(writing.value).startswith(
+        f"coordination board storage is temporarily busy while connecting to PostgreSQL at "
+        f"{shown}; {WRITE_CLAUSE} ("
+    )
+    assert str(reading.value).startswith(
+        f"coordination board storage is temporarily busy while connecting to PostgreSQL at "
+        f"{shown}; no mutation was attempted by this read operation, so retry the same request"
+    )
+    assert "s3cr" not in str(writing.value) + str(reading.value)
+
+
 def _schema_of(url: str) -> str:
     return parse_qs(urlsplit(url).query)["options"][0].split("=", 1)[1]
 

@@ -19,7 +19,7 @@ import psycopg
 from termal_tui.formats import REQUEST_DEADLINE_SECONDS
 from termal_tui.store.board import formats, rules
 from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardScope
-from termal_tui.store.errors import RetryableError, StorageError
+from termal_tui.store.errors import RetryableError, StorageError, busy_message
 from termal_tui.store.postgres.board import queries
 from termal_tui.store.postgres.board.schema import board_tables
 from termal_tui.store.postgres.connection import PgDatabase
@@ -40,6 +40,17 @@ async def read_board(db: PgDatabase, work: Callable[[Conn], Awaitable[T]]) -> T:
         return await db.run(work, _READ)
     except RetryableError:
         raise RetryableError(formats.busy_message(formats.OP_CONNECTION, read=True)) from None
+
+
+async def open_database(db: PgDatabase, *, read: bool) -> None:
+    """Connect once; a server that cannot be reached is the board's busy sentence (with
+    the driver's reason, no password), not the mailboxes'."""
+    try:
+        await db.open()
+    except RetryableError as error:
+        operation = f"connecting to PostgreSQL at {db.shown}"
+        reason = str(error).removeprefix(busy_message(operation))
+        raise RetryableError(formats.busy_message(operation, read=read) + reason) from None
 
 
 class PgBoardReader:
@@ -139,7 +150,7 @@ async def open_pg_board_reader(
 ) -> AsyncIterator[PgBoardReader]:
     """Open a PostgreSQL coordination database's board read-only (verified, never made)."""
     db = PgDatabase(url, read_only=True, deadline=deadline, max_size=READER_POOL_SIZE)
-    await db.open()
+    await open_database(db, read=True)
     try:
         await db.run(lambda conn: verify_readable(conn, url), "checking the schema")
     except BaseException:

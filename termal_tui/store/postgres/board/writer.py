@@ -27,7 +27,7 @@ from termal_tui.store.board.records import BoardGetResult, BoardListPage, BoardS
 from termal_tui.store.board.rules import HEAD_COLUMNS, MISSING
 from termal_tui.store.errors import RetryableError, busy_message
 from termal_tui.store.postgres.board import queries
-from termal_tui.store.postgres.board.reader import read_board
+from termal_tui.store.postgres.board.reader import open_database, read_board
 from termal_tui.store.postgres.board.schema import ensure_board_schema
 from termal_tui.store.postgres.connection import PgDatabase, count, one
 from termal_tui.store.postgres.writer import claims_key
@@ -287,14 +287,16 @@ class PgBoardWriter:
         self, scope_id: str, timeout: float = formats.LIFECYCLE_CLEANUP_SECONDS
     ) -> bool:
         """As :meth:`BoardWriter.delete_scope`: fence the scope for good and cascade its
-        keys, history and receipts; a lock not granted within ``timeout`` (100 ms by
-        default) is the busy sentence with nothing committed."""
+        keys, history and receipts; the scope's lock not granted within ``timeout`` (100
+        ms by default) is the busy sentence with nothing committed. (Waiting for a pooled
+        connection is bounded by the writer's deadline, not by ``timeout``.)"""
         formats.validate_scope_id(scope_id)
         budget_ms = max(1, int(timeout * 1000))
 
         async def work(conn: Conn) -> bool:
+            # The budget bounds the wait for the scope's lock, not the cascade itself
+            # (as SQLite's busy timeout bounds only the wait for the file's lock).
             await conn.execute(f"SET LOCAL lock_timeout = {budget_ms}".encode())
-            await conn.execute(f"SET LOCAL statement_timeout = {budget_ms}".encode())
             await conn.execute(_LOCK_SCOPE, (_LOCK_SPACE, scope_id))
             deleted = await count(conn, _DELETE_SCOPE, (scope_id, self._now(), scope_id))
             return deleted > 0
@@ -318,7 +320,7 @@ async def open_pg_board_writer(
     missing). ``busy_timeout_ms`` is the longest a write waits for its scope's lock."""
     lock_ms = busy_timeout_ms if busy_timeout_ms is not None else int(deadline * 1000)
     db = PgDatabase(url, read_only=False, deadline=deadline, lock_timeout_ms=lock_ms)
-    await db.open()
+    await open_database(db, read=False)
     writer = PgBoardWriter(db, url, clock=clock, deadline=deadline)
     try:
         await writer.ensure_schema()
