@@ -16,6 +16,9 @@ from termal_tui.store.postgres.connection import one
 from termal_tui.store.postgres.schema import ensure_schema
 from termal_tui.store.schema import BOARD_TABLES
 
+# Two writers making the board's tables at once take turns (CREATE ... IF NOT EXISTS races).
+_ENSURE_BOARD_LOCK: Final = 0x7465726D616C62  # "termalb"
+
 BOARD_DDL: Final = (
     """CREATE TABLE IF NOT EXISTS coordination_board_scopes (
       scope_id TEXT COLLATE "C" PRIMARY KEY,
@@ -76,9 +79,22 @@ async def board_tables(conn: psycopg.AsyncConnection[Any]) -> frozenset[str]:
     return frozenset(name for name, present in zip(BOARD_TABLES, row, strict=True) if present)
 
 
+async def _board_complete(conn: psycopg.AsyncConnection[Any]) -> bool:
+    row = await one(
+        conn,
+        "SELECT to_regclass('coordination_board_idempotency_order') IS NOT NULL",
+    )
+    return bool(row[0]) and await board_tables(conn) >= set(BOARD_TABLES)
+
+
 async def ensure_board_schema(conn: psycopg.AsyncConnection[Any], url: str) -> None:
     """The coordination schema (as the mailbox writer ensures it) and the board's tables,
-    in the caller's transaction, under the same advisory lock."""
+    in the caller's transaction. A database that has them all is only read (a role that
+    may write rows but not create tables opens a prepared database); two writers making
+    them at once take turns."""
     await ensure_schema(conn, url)
+    if await _board_complete(conn):
+        return
+    await conn.execute(f"SELECT pg_advisory_xact_lock({_ENSURE_BOARD_LOCK})".encode())
     for statement in BOARD_DDL:
         await conn.execute(statement.encode())
