@@ -18,6 +18,7 @@ from termal_tui.store.board import dumps, loads, request_hash
 from termal_tui.store.board.reader import BoardReader
 from termal_tui.store.board.writer import BoardWriter
 from termal_tui.store.errors import StoreError
+from tests.helpers import is_url, rows
 
 KINDS = {
     400: "Validation",
@@ -72,7 +73,7 @@ async def run_op(store: BoardWriter | BoardReader, op: dict[str, Any]) -> dict[s
         if name == "boardGet":
             found = await store.get(op["scope"], op["key"])
             return {"ok": True, "result": found.to_wire(), "status": 200}
-        assert isinstance(store, BoardWriter), f"{name} needs the writer"
+        assert isinstance(store, BoardWriter) or hasattr(store, "set"), f"{name} needs the writer"
         if name == "boardSet":
             extra = {"value": op["value"]} if "value" in op else {}
             receipt = await store.set(
@@ -116,35 +117,48 @@ BOARD_DUMP_TABLES = (
 )
 
 
-def board_dump(path: Path, *, timestamps: bool = True) -> dict[str, list[tuple[Any, ...]]]:
-    """Every board row, in a stable order (rowid order for receipts, as retention uses)."""
-    db = sqlite3.connect(path)
-    try:
-        dump = {}
-        for table in BOARD_DUMP_TABLES:
-            order = "rowid" if table == "coordination_board_idempotency" else "1, 2, 3"
-            if table in ("coordination_board_scopes", "coordination_board_deleted_scopes"):
-                order = "1"
-            rows = db.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
-            if not timestamps:
-                rows = [
-                    tuple(
-                        BOARD_TIMESTAMP.sub("<ts>", cell) if isinstance(cell, str) else cell
-                        for cell in row
-                    )
-                    for row in rows
-                ]
-            dump[table] = rows
-        return dump
-    finally:
-        db.close()
+def board_dump(target: Path | str, *, timestamps: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    """Every board row, in a stable order (insertion order for receipts, as retention
+    uses: SQLite's rowid, PostgreSQL's insertion_order, which is not a TermAl column)."""
+    postgres = is_url(target)
+    dump = {}
+    for table in BOARD_DUMP_TABLES:
+        order = "1, 2, 3"
+        if table == "coordination_board_idempotency":
+            order = "insertion_order" if postgres else "rowid"
+        if table in ("coordination_board_scopes", "coordination_board_deleted_scopes"):
+            order = "1"
+        if postgres:
+            columns = (
+                "scope_id, author_session_id, idempotency_key, request_hash, receipt_json, "
+                "created_at"
+                if table == "coordination_board_idempotency"
+                else "*"
+            )
+            found = rows(target, f"SELECT {columns} FROM {table} ORDER BY {order}")
+        else:
+            db = sqlite3.connect(target)
+            try:
+                found = db.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            finally:
+                db.close()
+        if not timestamps:
+            found = [
+                tuple(
+                    BOARD_TIMESTAMP.sub("<ts>", cell) if isinstance(cell, str) else cell
+                    for cell in row
+                )
+                for row in found
+            ]
+        dump[table] = found
+    return dump
 
 
 GENERATION = "$generation"
 HASH_PREFIX = "$hash:"
 
 
-def resolve(op: dict[str, Any], steps: SqlSteps) -> dict[str, Any]:
+def resolve(op: dict[str, Any], steps: SqlSteps | PgSqlSteps) -> dict[str, Any]:
     """The op as sent: ``$generation`` is the op's scope's generation in the file now;
     ``$hash:scope|key|revision|canonical|stamp`` is TermAl's request hash of that."""
     out = {}
@@ -205,10 +219,48 @@ class SqlSteps:
             self._db = None
 
 
-async def run_ours(writer: BoardWriter, ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every op through our writer (``sql`` steps on the file), answers in oracle shape."""
+class PgSqlSteps:
+    """``sql`` steps on a PostgreSQL database: the same statements, with PostgreSQL's
+    placeholders and ``format`` for SQLite's ``printf``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    @staticmethod
+    def translate(statement: str) -> str:
+        typed = statement.replace("(SELECT ? UNION", "(SELECT ?::integer UNION")
+        return typed.replace("?", "%s").replace("printf('", "format('").replace("%d'", "%%s'")
+
+    def run(self, op: dict[str, Any]) -> dict[str, Any]:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as db:
+            cursor = db.execute(self.translate(op["sql"]).encode(), op["params"])
+            # Python's sqlite3 counts no rows for a statement that starts with WITH.
+            changed = -1 if op["sql"].lstrip().upper().startswith("WITH") else cursor.rowcount
+            return {"ok": True, "sql": changed}
+
+    def generation(self, scope: str) -> int:
+        found = rows(
+            self.url,
+            "SELECT generation FROM coordination_board_scopes WHERE scope_id = ?",
+            (scope,),
+        )
+        return 0 if not found else int(found[0][0])
+
+    def close(self) -> None:
+        pass
+
+
+def steps_for(target: Path | str) -> SqlSteps | PgSqlSteps:
+    return PgSqlSteps(str(target)) if is_url(target) else SqlSteps(Path(target))
+
+
+async def run_ours(writer: Any, ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every op through our writer (``sql`` steps on its database), answers in oracle
+    shape."""
     answers = []
-    steps = SqlSteps(writer.path)
+    steps = steps_for(getattr(writer, "url", writer.path))
     try:
         for op in ops:
             sent = resolve(op, steps)

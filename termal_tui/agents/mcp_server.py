@@ -76,7 +76,7 @@ ChannelNotification = _ChannelNotification  # for the hub and the remote shim
 
 @dataclass(frozen=True)
 class ServerOptions:
-    db_path: Path
+    db_path: Path | str  # TermAl's SQLite file, or a postgresql:// URL
     session: str
     channel: bool = False
     interval: float = 0.2
@@ -84,6 +84,16 @@ class ServerOptions:
     agent: str | None = None
     register: bool = False
     project: str | None = None  # --project: the board's scope (agents/projects.py)
+    # Where the session registry and TermAl's projects are read (the database's own
+    # directory; the local state directory when the database is a URL).
+    state_path: Path | None = None
+
+    @property
+    def local_path(self) -> Path:
+        if self.state_path is not None:
+            return self.state_path
+        assert isinstance(self.db_path, Path), "a URL needs state_path"
+        return self.db_path
 
 
 def _result(value: Any, is_error: bool = False) -> types.CallToolResult:
@@ -207,7 +217,7 @@ async def serve(options: ServerOptions) -> None:
             me = registry.resolve_own(options.session)
         tools = AgentTools(writer, registry, me.id, replay=ReplayPolicy())
         board = BoardTools(
-            board_writer, registry, me.id, db_path=options.db_path, project=options.project
+            board_writer, registry, me.id, db_path=options.local_path, project=options.project
         )
         if options.project is not None:  # a wrong --project fails before the server starts
             await board.project()

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from termal_tui.cli.agents import add_identity, busy_timeout, database, registry_for
+from termal_tui.cli.agents import add_identity, busy_timeout, mailbox_database, registry_for
 from termal_tui.cli.common import (
     EXIT_INVALID,
     EXIT_OK,
@@ -40,7 +40,7 @@ def describe(_name: str, line: str) -> str:
         "each session's own pace; a write never wakes anyone. A session's project is its "
         "--project (an id or a path, kept for it), else the TermAl project containing its "
         "directory, else its directory's git top-level. Every action takes --as NAME (your "
-        "session), --db PATH, --project and --json."
+        "session), --db PATH (or a postgresql:// URL), --project and --json."
     )
 
 
@@ -92,7 +92,7 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    path = database(args, parser)
+    path = mailbox_database(args, parser)  # a path, or a postgresql:// URL
 
     async def main() -> int:
         async with board_tools(path, args.as_, args.project) as tools:
@@ -103,9 +103,15 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 @asynccontextmanager
-async def board_tools(path: Path, name: str, project: str | None) -> AsyncIterator[BoardTools]:
-    """The board tools for the session named ``name`` (by name or id)."""
+async def board_tools(
+    path: Path | str, name: str, project: str | None
+) -> AsyncIterator[BoardTools]:
+    """The board tools for the session named ``name`` (by name or id). On a
+    ``postgresql://`` URL, sessions and projects come from the local state (the registry
+    and TermAl's projects beside ``$TERMAL_HOME/coordination.sqlite``, else ``~/.termal``),
+    as for the mailbox commands."""
     from termal_tui.agents.board_tools import BoardTools
+    from termal_tui.cli.common import local_db_path
     from termal_tui.store.board import open_board_writer
 
     registry = registry_for(path)
@@ -114,7 +120,8 @@ async def board_tools(path: Path, name: str, project: str | None) -> AsyncIterat
     async with open_board_writer(
         path, deadline=seconds, busy_timeout_ms=int(seconds * 1000)
     ) as writer:
-        yield BoardTools(writer, registry, me.id, db_path=path, project=project)
+        local = path if isinstance(path, Path) else local_db_path()
+        yield BoardTools(writer, registry, me.id, db_path=local, project=project)
 
 
 def _print_json(value: Any) -> int:

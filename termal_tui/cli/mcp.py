@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from termal_tui.cli.agents import busy_timeout, database, registry_for
-from termal_tui.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, add_db
+from termal_tui.cli.agents import busy_timeout, mailbox_database, registry_for
+from termal_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    add_db,
+    local_db_path,
+)
 
 
 def describe(_name: str, _line: str) -> str:
@@ -131,7 +139,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _run_remote(args, parser)
     if not args.session:
         parser.error("the following arguments are required: --session (or --remote URL)")
-    path = database(args, parser)
+    path = mailbox_database(args, parser)  # a path, or a postgresql:// URL
     if not args.register:
         # An unknown or removed name is refused before the server starts (one sentence
         # and exit 3, not a server that fails its first tool call).
@@ -145,6 +153,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         ) from None
     options = ServerOptions(
         db_path=path,
+        state_path=path if isinstance(path, Path) else local_db_path(),
         session=args.session,
         channel=args.channel or args.channel_switch,
         interval=args.interval,

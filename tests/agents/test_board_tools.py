@@ -44,7 +44,7 @@ from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError
 from tests.agents.test_e2e import EXE, ToolFailure, agent
 from tests.fixtures.extract_termal_tools import extract
-from tests.helpers import digest
+from tests.helpers import ENGINES, digest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PACKAGE = Path(__file__).resolve().parents[2] / "termal_tui" / "agents"
@@ -120,32 +120,50 @@ def ours(value: Any) -> Any:
     return json.loads(STAMP.sub("<time>", json.dumps(value, ensure_ascii=False)))
 
 
-def session_add(db: Path, name: str, cwd: Path) -> str:
+def session_add(
+    db: Path | str | None, name: str, cwd: Path, env: dict[str, str] | None = None
+) -> str:
+    """``session add`` on ``db`` (None: the local registry of ``env``'s $TERMAL_HOME)."""
     done = subprocess.run(
-        [EXE, "session", "add", name, "--db", str(db)],
+        [EXE, "session", "add", name, *(["--db", str(db)] if db is not None else [])],
         capture_output=True,
         text=True,
         cwd=cwd,
+        env=os.environ | (env or {}),
         timeout=60,
         check=True,
     )
     return re.search(r"\((session-[0-9a-f]+)\)", done.stdout).group(1)  # type: ignore[union-attr]
 
 
-async def test_two_agents_on_one_project_coordinate_through_the_board(tmp_path: Path):
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_two_agents_on_one_project_coordinate_through_the_board(
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
+):
     """Alice and Bob, registered in two directories of one git repository, each with their
     own ``termal-tui mcp``: every call of TermAl's two-agent scenario answers what TermAl's
     routes answered (results, statuses, sentences, ``detail``), board writes wake nobody,
-    and TermAl's code then reads the board they wrote."""
+    and TermAl's code then reads the board they wrote. On PostgreSQL the board is the
+    database's and the sessions are the local registry's (``$TERMAL_HOME``)."""
     repo = make_repo(tmp_path / "work" / "shop")
     (repo / "crates" / "core").mkdir(parents=True)
-    db = tmp_path / "state" / "coordination.sqlite"
-    alice_id = session_add(db, "alice", repo)
-    bob_id = session_add(db, "bob", repo / "crates" / "core")
+    state = tmp_path / "state" / "coordination.sqlite"
+    db: Path | str = state
+    env: dict[str, str] | None = None
+    if engine == "postgres":
+        db = str(request.getfixturevalue("pg_url"))
+        env = {"TERMAL_HOME": str(state.parent)}
+    registered = db
+    alice_id = session_add(registered, "alice", repo, env)
+    bob_id = session_add(registered, "bob", repo / "crates" / "core", env)
     calls = jsonl(FIXTURES / "termal_board_agents" / "calls.jsonl")
     answers = jsonl(FIXTURES / "termal_board_agents" / "answers.jsonl")
 
-    async with agent(db, "alice", channel=False) as alice, agent(db, "bob", channel=True) as bob:
+    async with (
+        agent(db, "alice", channel=False, env=env) as alice,  # type: ignore[arg-type]
+        # (the wake channel watches a SQLite file: on PostgreSQL bob serves without it)
+        agent(db, "bob", channel=True, env=env) as bob,  # type: ignore[arg-type]
+    ):
         listed = await alice.client.list_tools()
         names = [tool.name for tool in listed.tools]
         assert names == [*TOOL_NAMES, *BOARD_TOOL_NAMES]
@@ -187,7 +205,7 @@ async def test_two_agents_on_one_project_coordinate_through_the_board(tmp_path: 
         assert bob.events == []  # a board write never wakes anyone
         final = termal_fields("termal_board_list", await bob.call("termal_board_list", {}))
 
-    if ORACLE.exists():  # TermAl's own code reads what the two agents wrote
+    if ORACLE.exists() and engine == "sqlite":  # TermAl's own code reads what they wrote
         copy = tmp_path / "termal" / "coordination.sqlite"
         copy.parent.mkdir()
         shutil.copy(db, copy)

@@ -148,7 +148,7 @@ def test_viewer_threshold_defaults_are_the_health_modules():
     [
         ["session", "add", "alice", "--db", "mysql://u@127.0.0.1/db"],
         ["postgresql://u@127.0.0.1/db"],
-        ["board", "ls", "--as", "a", "--db", "postgres://127.0.0.1/db"],
+        ["board", "ls", "--as", "a", "--db", "mysql://127.0.0.1/db"],
         ["doctor", "--db", "sqlite://x"],
         ["serve", "--db", "postgresql://127.0.0.1/db"],
     ],

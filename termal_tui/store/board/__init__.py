@@ -1,5 +1,6 @@
 """The coordination board: TermAl's level-triggered, versioned JSON facts per project
-scope, in the same coordination.sqlite as the mailboxes.
+scope, in the same database as the mailboxes (TermAl's coordination.sqlite, or a
+PostgreSQL database named by a ``postgresql://`` URL: ``store/postgres/board``).
 
 ``open_board_reader`` (read-only, never writes) and ``open_board_writer`` (TermAl's
 CAS, idempotency, tombstones, limits and retention). The writer is loaded lazily, so

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import aiosqlite
 
-from termal_tui.store.board import formats, queries
+from termal_tui.store.board import formats, queries, rules
 from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardScope
 from termal_tui.store.connection import (
     FollowsPath,
@@ -38,6 +38,7 @@ from termal_tui.store.connection import (
 from termal_tui.store.errors import RetryableError, StorageError, StoreError
 from termal_tui.store.schema import verify_readable
 from termal_tui.store.sqlite import open_read_only
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 T = TypeVar("T")
 _CORE_TABLES = frozenset({"coordination_board_scopes", "coordination_board_entries"})
@@ -106,7 +107,7 @@ class BoardReader(FollowsPath):
         """TermAl's list: live heads by key, default 100 per page (1..=200), bound to the
         scope generation (``snapshot_generation`` on continuations; 409 if it moved),
         ``known_generation`` on a first page → ``unchanged`` with no entries."""
-        size = queries.validate_list_request(
+        size = rules.validate_list_request(
             scope_id, after_key, limit, snapshot_generation, known_generation
         )
 
@@ -116,15 +117,7 @@ class BoardReader(FollowsPath):
             )
 
         def empty() -> BoardListPage:
-            if snapshot_generation is not None and snapshot_generation != 0:
-                raise queries.conflict(
-                    "coordination board scope changed during pagination: expected generation "
-                    f"{snapshot_generation}, current generation is 0; restart the listing",
-                    None,
-                    0,
-                )
-            unchanged = after_key is None and known_generation == 0
-            return BoardListPage(generation=0, entries=(), next_after_key=None, unchanged=unchanged)
+            return rules.empty_board_page(after_key, snapshot_generation, known_generation)
 
         return await self._snapshot(work, empty)
 
@@ -135,7 +128,7 @@ class BoardReader(FollowsPath):
         formats.validate_key(key)
 
         def empty() -> BoardGetResult:
-            raise queries.key_not_found(key, scope_id, None, 0)
+            raise rules.key_not_found(key, scope_id, None, 0)
 
         return await self._snapshot(lambda db: queries.get(db, scope_id, key), empty)
 
@@ -229,7 +222,20 @@ async def open_board_reader(
 ) -> AsyncIterator[BoardReader]:
     """Open a coordination database's board read-only (as ``open_reader`` opens its
     mailboxes: a rejected file leaves no sidecars; a WAL file in a directory that
-    cannot be written is read as an immutable snapshot). Raises a StoreError."""
+    cannot be written is read as an immutable snapshot). Raises a StoreError.
+
+    ``path`` is TermAl's SQLite file or a ``postgresql://`` URL (read-only transactions
+    on the PostgreSQL engine, loaded only then)."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.board.reader import open_pg_board_reader
+
+        async with open_pg_board_reader(str(path), deadline=busy_timeout_ms / 1000) as pg:
+            yield pg  # type: ignore[misc]  # the same reads (PgBoardReader)
+        return
+    refuse_other_url(path)
     resolved = Path(path).expanduser()
     is_wal = inspect_database_file(resolved)
     identity = file_identity(resolved)  # before connecting: the file the connection reads

@@ -20,7 +20,7 @@ from typing import Any, Final, TypeVar
 
 import aiosqlite
 
-from termal_tui.store.board import formats, queries
+from termal_tui.store.board import formats, queries, rules
 from termal_tui.store.board.reader import read_failure
 from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardSetReceipt
 from termal_tui.store.connection import (
@@ -31,20 +31,15 @@ from termal_tui.store.connection import (
     read_snapshot,
     run,
 )
-from termal_tui.store.errors import RetryableError, UnprocessableError, ValidationError
+from termal_tui.store.errors import RetryableError
 from termal_tui.store.lifecycle import in_write_transaction
 from termal_tui.store.schema import ensure_schema
+from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 T = TypeVar("T")
-_SQLITE_MAX_INTEGER: Final = 2**63 - 1
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final[Any] = _Missing()
+MISSING: Final[Any] = rules.MISSING
 """``set(value=MISSING)``: no value (TermAl's absent ``value`` field); use ``delete=True``."""
 
 
@@ -55,60 +50,12 @@ def _write_transaction(
     return in_write_transaction(db, work, begin, commit, busy=formats.busy_message)
 
 
-def _decode_receipt(text: str) -> BoardSetReceipt:
-    """A stored ``receipt_json`` as serde would read it into the receipt struct."""
-    context = "failed to decode stored coordination board receipt"
-    try:
-        data = formats.loads(text)
-    except ValueError as error:
-        raise formats.internal_error(context, error) from None
-    if not isinstance(data, dict):
-        raise formats.internal_error(context, "expected struct CoordinationBoardSetReceipt")
-    fields = (
-        ("key", str),
-        ("revision", int),
-        ("priorRevision", int),
-        ("generation", int),
-        ("value", object),
-        ("deleted", bool),
-        ("authorSessionId", str),
-        ("authorName", str),
-        ("updatedAt", str),
-        ("duplicate", bool),
-    )
-    lines = text.split("\n")
-    for name, kind in fields:
-        if name not in data:  # serde_json reports a missing field where the object ends
-            where = f"at line {len(lines)} column {len(lines[-1])}"
-            raise formats.internal_error(context, f"missing field `{name}` {where}")
-        item = data[name]
-        is_int = isinstance(item, int) and not isinstance(item, bool)
-        if not (is_int if kind is int else isinstance(item, kind)):
-            raise formats.internal_error(context, f"invalid type for field `{name}`")
-    stamp = data.get("stateStamp")
-    if stamp is not None and not isinstance(stamp, str):
-        raise formats.internal_error(context, "invalid type for field `stateStamp`")
-    return BoardSetReceipt(
-        key=data["key"],
-        revision=data["revision"],
-        prior_revision=data["priorRevision"],
-        generation=data["generation"],
-        value=data["value"],
-        deleted=data["deleted"],
-        author_session_id=data["authorSessionId"],
-        author_name=data["authorName"],
-        updated_at=data["updatedAt"],
-        state_stamp=stamp,
-        duplicate=True,
-    )
-
-
 def _count(db: sqlite3.Connection, sql: str, scope_id: str) -> int:
     return int(db.execute(sql, (scope_id,)).fetchone()[0])
 
 
 def _history_row(db: sqlite3.Connection, scope_id: str, current: BoardHead) -> None:
-    value_json = None if current.deleted else formats.dumps(current.value, sort_keys=True)
+    value_json = rules.history_value_json(current)
     db.execute(
         "INSERT INTO coordination_board_history(scope_id, key, revision, generation, value_json, "
         "author_session_id, author_name, updated_at, state_stamp) "
@@ -211,7 +158,7 @@ class BoardWriter:
         known_generation: int | None = None,
     ) -> BoardListPage:
         """TermAl's list on the writer's connection (see ``BoardReader.list``)."""
-        size = queries.validate_list_request(
+        size = rules.validate_list_request(
             scope_id, after_key, limit, snapshot_generation, known_generation
         )
         return await self._read(
@@ -252,105 +199,59 @@ class BoardWriter:
         key still in the window). Raises ValidationError (400), ConflictError (409) and
         NotFoundError (404) with TermAl's sentences and ``detail``, RetryableError (503).
         """
-        formats.check_u64("expectedRevision", expected_revision, UnprocessableError)
-        if value is not MISSING and delete:
-            raise ValidationError(formats.VALUE_AND_DELETE_MESSAGE)
-        if value is MISSING and not delete:
-            raise ValidationError(formats.NEITHER_VALUE_NOR_DELETE_MESSAGE)
-        if not raw_author_name:
-            author_name = formats.normalize_author_name(author_name)
-        formats.validate_scope_id(scope_id)
-        formats.validate_key(key)
-        formats.validate_text_field(
-            "author session id", author_session_id, formats.MAX_AUTHOR_ID_BYTES
+        request = rules.prepare_set(
+            scope_id,
+            key,
+            expected_revision=expected_revision,
+            author_session_id=author_session_id,
+            author_name=author_name,
+            idempotency_key=idempotency_key,
+            value=value,
+            delete=delete,
+            state_stamp=state_stamp,
+            raw_author_name=raw_author_name,
         )
-        formats.validate_text_field("author name", author_name, formats.MAX_AUTHOR_NAME_BYTES)
-        formats.validate_text_field(
-            "idempotency key", idempotency_key, formats.MAX_IDEMPOTENCY_KEY_BYTES
-        )
-        if state_stamp is not None:
-            formats.validate_text_field("state stamp", state_stamp, formats.MAX_STATE_STAMP_BYTES)
-        canonical = None if delete else formats.canonical_value(value)
-        request_hash = formats.request_hash(
-            scope_id, key, expected_revision, canonical, state_stamp
-        )
-        receipt_value = None if canonical is None else formats.loads(canonical)
+        canonical = request.canonical
 
         def work(db: sqlite3.Connection) -> BoardSetReceipt:
             queries.ensure_scope_active(db, scope_id)
             stored = db.execute(
                 "SELECT request_hash, receipt_json FROM coordination_board_idempotency "
                 "WHERE scope_id = ? AND author_session_id = ? AND idempotency_key = ?",
-                (scope_id, author_session_id, idempotency_key),
+                (scope_id, request.author_session_id, idempotency_key),
             ).fetchone()
             if stored is not None:
-                if stored[0] != request_hash:
-                    raise queries.conflict(
-                        f"coordination board idempotency key `{idempotency_key}` was already "
-                        "used for a different update",
-                        None,
-                        queries.generation(db, scope_id),
-                    )
-                return _decode_receipt(stored[1])
+                return rules.replay(request, stored[0], stored[1], queries.generation(db, scope_id))
             db.execute(
                 "INSERT INTO coordination_board_scopes(scope_id, generation) VALUES(?, 0) "
                 "ON CONFLICT(scope_id) DO NOTHING",
                 (scope_id,),
             )
             current = queries.head(db, scope_id, key)
-            current_revision = 0 if current is None else current.revision
-            if current_revision != expected_revision:
-                if current is None and expected_revision > 0:
-                    raise queries.key_not_found(
-                        key, scope_id, None, queries.generation(db, scope_id)
-                    )
-                raise queries.conflict(
-                    f"coordination board revision conflict for `{key}`: expected "
-                    f"{expected_revision}, current revision is {current_revision}",
-                    current,
-                    queries.generation(db, scope_id),
-                )
-            if canonical is None and (current is None or current.deleted):
-                raise queries.not_found(
-                    f"coordination board key `{key}` is already absent from scope `{scope_id}`",
-                    current,
-                    queries.generation(db, scope_id),
-                )
-            creates_live = canonical is not None and (current is None or current.deleted)
-            if canonical is not None and current is None:
-                distinct = _count(
-                    db,
-                    "SELECT COUNT(*) FROM coordination_board_entries WHERE scope_id = ?",
+            generation = queries.generation(db, scope_id)
+            current_revision = rules.check_compare_and_swap(request, current, generation)
+            if rules.introduces_key(request, current):
+                rules.check_distinct_keys(
                     scope_id,
+                    _count(
+                        db,
+                        "SELECT COUNT(*) FROM coordination_board_entries WHERE scope_id = ?",
+                        scope_id,
+                    ),
                 )
-                if distinct >= formats.MAX_DISTINCT_KEYS_PER_SCOPE:
-                    raise ValidationError(
-                        f"coordination board scope `{scope_id}` has reached the "
-                        f"{formats.MAX_DISTINCT_KEYS_PER_SCOPE}-distinct-key lifetime limit; "
-                        "reuse a retained tombstone or delete the project before introducing "
-                        "another key"
-                    )
-            if creates_live:
-                live = _count(
-                    db,
-                    "SELECT COUNT(*) FROM coordination_board_entries "
-                    "WHERE scope_id = ? AND value_json IS NOT NULL",
+            if rules.creates_live(request, current):
+                rules.check_live_keys(
                     scope_id,
+                    _count(
+                        db,
+                        "SELECT COUNT(*) FROM coordination_board_entries "
+                        "WHERE scope_id = ? AND value_json IS NOT NULL",
+                        scope_id,
+                    ),
                 )
-                if live >= formats.MAX_LIVE_ENTRIES_PER_SCOPE:
-                    raise ValidationError(
-                        f"coordination board scope `{scope_id}` has reached the "
-                        f"{formats.MAX_LIVE_ENTRIES_PER_SCOPE}-live-key limit; delete or reuse "
-                        "a live key before creating or restoring another"
-                    )
-            if canonical is not None and current is not None:
+            if current is not None and rules.keeps_history(request, current):
                 _history_row(db, scope_id, current)
-            revision = current_revision + 1
-            generation = queries.generation(db, scope_id) + 1
-            if revision > _SQLITE_MAX_INTEGER or generation > _SQLITE_MAX_INTEGER:
-                raise formats.internal_error(
-                    "failed to advance the coordination board", "revision space exhausted"
-                )
+            revision, generation = rules.advance(current_revision, generation)
             updated_at = self._now()
             db.execute(
                 "UPDATE coordination_board_scopes SET generation = ? WHERE scope_id = ?",
@@ -371,10 +272,10 @@ class BoardWriter:
                     revision,
                     generation,
                     canonical,
-                    author_session_id,
-                    author_name,
+                    request.author_session_id,
+                    request.author_name,
                     updated_at,
-                    state_stamp,
+                    request.state_stamp,
                 ),
             )
             if canonical is not None:
@@ -389,28 +290,16 @@ class BoardWriter:
                     "DELETE FROM coordination_board_history WHERE scope_id = ? AND key = ?",
                     (scope_id, key),
                 )
-            receipt = BoardSetReceipt(
-                key=key,
-                revision=revision,
-                prior_revision=current_revision,
-                generation=generation,
-                value=receipt_value,
-                deleted=canonical is None,
-                author_session_id=author_session_id,
-                author_name=author_name,
-                updated_at=updated_at,
-                state_stamp=state_stamp,
-                duplicate=False,
-            )
+            receipt = rules.receipt_for(request, revision, current_revision, generation, updated_at)
             db.execute(
                 "INSERT INTO coordination_board_idempotency(scope_id, author_session_id, "
                 "idempotency_key, request_hash, receipt_json, created_at) "
                 "VALUES(?, ?, ?, ?, ?, ?)",
                 (
                     scope_id,
-                    author_session_id,
+                    request.author_session_id,
                     idempotency_key,
-                    request_hash,
+                    request.request_hash,
                     formats.dumps(receipt.to_wire()),
                     updated_at,
                 ),
@@ -490,7 +379,22 @@ async def open_board_writer(
     busy_timeout_ms: int = formats.BUSY_TIMEOUT_MS,
 ) -> AsyncIterator[BoardWriter]:
     """Open (creating if needed) a coordination database's board for writing: TermAl's
-    connection setup and schema ensure, as ``open_writer`` does for mailboxes."""
+    connection setup and schema ensure, as ``open_writer`` does for mailboxes.
+
+    ``path`` is TermAl's SQLite file, or a ``postgresql://`` URL (the PostgreSQL engine,
+    loaded only then: the SQLite path imports nothing of it)."""
+    if is_postgres_url(path):
+        from termal_tui.store.postgres import require_driver
+
+        require_driver()
+        from termal_tui.store.postgres.board.writer import open_pg_board_writer
+
+        async with open_pg_board_writer(
+            str(path), clock=clock, deadline=deadline, busy_timeout_ms=busy_timeout_ms
+        ) as pg:
+            yield pg  # type: ignore[misc]  # the same public API (PgBoardWriter)
+        return
+    refuse_other_url(path)
     resolved = Path(path).expanduser()
     db = await connect_read_write(resolved, busy_timeout_ms)
     writer = BoardWriter(

@@ -1,11 +1,4 @@
-"""The coordination board is on SQLite alone for now (its PostgreSQL engine comes
-later): its tests pin the engine instead of inheriting both from ``tests/store``."""
-
-from __future__ import annotations
-
-import pytest
-
-
-@pytest.fixture
-def engine() -> str:
-    return "sqlite"
+"""The board's contract tests run on both engines, as the mailboxes' do: every test
+that takes ``db``, ``writer`` or ``board`` runs once on a SQLite file and once on a
+fresh PostgreSQL database (the ``engine`` fixture of ``tests/store``). Tests about
+TermAl's file itself take ``db_path`` (or say ``@sqlite_only``) and run on SQLite."""

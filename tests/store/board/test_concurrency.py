@@ -1,5 +1,6 @@
 """Concurrent board writers in separate processes (each with its own connection and
-admission, so only SQLite's locking orders them): whatever interleaving happens,
+admission, so only the database orders them: SQLite's file lock, PostgreSQL's scope
+lock across connections): whatever interleaving happens,
 revisions are dense per key, the scope generation counts exactly the committed writes,
 heads/history/receipts agree with what each writer was told, and replays return the
 original receipts."""
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
-import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from termal_tui.store.board import canonical_value, dumps, request_hash
 from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.errors import ConflictError, NotFoundError, RetryableError
+from tests.helpers import ENGINES, rows
 
 SCOPE = "project-race"
 KEYS = ("gate", "lock", "round")
@@ -81,28 +82,29 @@ def pool():
         yield workers
 
 
-async def _create(path: Path) -> None:
-    async with open_board_writer(path):
+async def _create(target: Path | str) -> None:
+    async with open_board_writer(target):
         pass
 
 
-def _table(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql).fetchall()
-    finally:
-        db.close()
+def _table(target: Path | str, sql: str) -> list[tuple[Any, ...]]:
+    return rows(target, sql)
 
 
 actions = st.tuples(st.sampled_from(["set", "set", "set", "delete", "replay"]), st.integers(0, 5))
 plans = st.lists(st.lists(actions, min_size=4, max_size=12), min_size=2, max_size=4)
 
 
+@pytest.mark.parametrize("store_engine", ENGINES)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans=plans)
-def test_concurrent_writers_keep_revisions_generations_and_receipts_consistent(pool, plans):
+def test_concurrent_writers_keep_revisions_generations_and_receipts_consistent(
+    pool, pg_server, store_engine, plans
+):
     with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "state" / "coordination.sqlite"
+        path: Path | str = Path(scratch) / "state" / "coordination.sqlite"
+        if store_engine == "postgres":
+            path = pg_server.fresh_database()
         asyncio.run(_create(path))
         start_at = time.time() + 0.15
         jobs = [(str(path), n, plan, start_at) for n, plan in enumerate(plans)]
@@ -117,7 +119,7 @@ def test_concurrent_writers_keep_revisions_generations_and_receipts_consistent(p
         check(path, [write for result in results for write in result["done"]], results)
 
 
-def check(path: Path, writes: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
+def check(path: Path | str, writes: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
     receipts = sorted((w["receipt"] for w in writes), key=lambda r: r["generation"])
     generation = _table(
         path, f"SELECT generation FROM coordination_board_scopes WHERE scope_id = '{SCOPE}'"

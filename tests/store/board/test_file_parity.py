@@ -16,7 +16,7 @@ from termal_tui.store import open_writer
 from termal_tui.store.board import canonical_value, loads
 from termal_tui.store.board.formats import ryu_float, serde_number
 from termal_tui.store.errors import ValidationError
-from tests.helpers import rows
+from tests.helpers import rows, sqlite_only
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TERMAL_FILES = [
@@ -118,6 +118,7 @@ def test_the_float_text_is_ryus_and_round_trips():
 # ------------------------------------------------------------------ review results
 
 
+@sqlite_only
 async def test_an_oversized_review_envelope_is_refused_with_termals_sentence(writer, db_path):
     """termal-oracle's `review` op answered this for 17 findings of 16,384 characters."""
     result = {

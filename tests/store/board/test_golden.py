@@ -31,6 +31,7 @@ from tests.board_harness import (
     run_op,
     run_ours,
 )
+from tests.helpers import ENGINES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -60,24 +61,32 @@ def mapped(text: str, mapping: dict[str, str]) -> str:
     return BOARD_TIMESTAMP.sub(lambda match: mapping.get(match[0], match[0]), text)
 
 
-async def _replay(directory: Path, ops: list[dict[str, Any]]):
-    path = directory / "state" / "coordination.sqlite"
-    async with open_board_writer(path, clock=board_cases.fixed_clock()) as writer:
+async def _replay(target: Path | str, ops: list[dict[str, Any]]):
+    async with open_board_writer(target, clock=board_cases.fixed_clock()) as writer:
         answers = await run_ours(writer, ops)
-    return answers, path
+    return answers, target
 
 
-@pytest.fixture(scope="module")
-def main_run(tmp_path_factory):
+def _database(request: pytest.FixtureRequest, directory: Path) -> Path | str:
+    """A new database on the fixture's engine: a SQLite file or a PostgreSQL database."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_server").fresh_database())
+    return directory / "state" / "coordination.sqlite"
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def main_run(request, tmp_path_factory):
     ops, theirs = _recorded("termal_board")
-    ours, path = asyncio.run(_replay(tmp_path_factory.mktemp("main"), ops))
+    target = _database(request, tmp_path_factory.mktemp("main"))
+    ours, path = asyncio.run(_replay(target, ops))
     return ops, theirs, ours, path, timestamp_map(ours, theirs)
 
 
-@pytest.fixture(scope="module")
-def limits_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=ENGINES)
+def limits_run(request, tmp_path_factory):
     ops, theirs = _recorded("termal_board_limits")
-    ours, path = asyncio.run(_replay(tmp_path_factory.mktemp("limits"), ops))
+    target = _database(request, tmp_path_factory.mktemp("limits"))
+    ours, path = asyncio.run(_replay(target, ops))
     return ops, theirs, ours, path, timestamp_map(ours, theirs)
 
 
@@ -103,7 +112,7 @@ def test_limit_case_answers_as_termal_did(limits_run, index):
     assert mapped(comparable(ours[index]), mapping) == comparable(theirs[index])
 
 
-def _mapped_dump(path: Path, mapping: dict[str, str]) -> dict[str, list[tuple[Any, ...]]]:
+def _mapped_dump(path: Path | str, mapping: dict[str, str]) -> dict[str, list[tuple[Any, ...]]]:
     return {
         table: [
             tuple(mapped(cell, mapping) if isinstance(cell, str) else cell for cell in row)

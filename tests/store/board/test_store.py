@@ -38,7 +38,7 @@ from termal_tui.store.errors import (
     ValidationError,
 )
 from tests.board_cases import fixed_clock
-from tests.helpers import rows
+from tests.helpers import execute, rows, sqlite_only
 
 WRITE_CLAUSE = (
     "no coordination board write was committed by this operation, so retry the same request"
@@ -62,14 +62,16 @@ async def put(writer: BoardWriter, key: str, expected: int, value=MISSING, **ext
 
 
 @pytest.fixture
-async def board(db_path):
-    async with open_board_writer(db_path, clock=fixed_clock(), deadline=0.3) as writer:
+async def board(db):
+    """The board writer on the test's engine (a SQLite file or a PostgreSQL database)."""
+    async with open_board_writer(db, clock=fixed_clock(), deadline=0.3) as writer:
         yield writer
 
 
 # ------------------------------------------------------------------ busy sentences
 
 
+@sqlite_only
 async def test_a_held_board_connection_is_the_write_and_read_sentences(board):
     await put(board, "a", 0, 1)
     async with board._connection:  # another board operation holds the private connection
@@ -84,14 +86,15 @@ async def test_a_held_board_connection_is_the_write_and_read_sentences(board):
     assert (await board.get("project-1", "a")).head.revision == 1
 
 
-async def test_board_writes_queue_behind_mailbox_writes_in_the_shared_admission(board, writer):
+@sqlite_only
+async def test_board_writes_queue_behind_mailbox_writes_in_the_shared_admission(board, db, writer):
     """The FIFO admission is per file and shared with the mailbox writer (`writer`)."""
     assert WriterAdmission.for_path(board.path) is writer._admission
     async with writer._admission.internal():  # a mailbox write holds the admission
         with pytest.raises(RetryableError) as raised:
             await put(board, "a", 0, 1)
     assert str(raised.value) == BUSY.format("beginning coordination board update", WRITE_CLAUSE)
-    assert rows(board.path, "SELECT COUNT(*) FROM coordination_board_entries") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM coordination_board_entries") == [(0,)]
     # The board's connection was released with the admission refusal.
     assert (await put(board, "a", 0, 1)).revision == 1
 
@@ -121,7 +124,8 @@ async def test_sqlite_busy_from_another_process_is_retryable_with_nothing_writte
         assert (receipt.revision, receipt.generation) == (2, 2)
 
 
-async def test_scope_deletion_waits_at_most_its_budget_for_the_connection(board):
+@sqlite_only
+async def test_scope_deletion_waits_at_most_its_budget_for_the_connection(board, db):
     async with board._connection:
         with pytest.raises(RetryableError) as raised:
             await board.delete_scope("project-1", timeout=0.01)
@@ -132,7 +136,7 @@ async def test_scope_deletion_waits_at_most_its_budget_for_the_connection(board)
         with pytest.raises(RetryableError) as admitted:
             await board.delete_scope("project-1", timeout=0.01)
     assert str(admitted.value) == BUSY.format("deleting coordination board scope", WRITE_CLAUSE)
-    assert rows(board.path, "SELECT COUNT(*) FROM coordination_board_deleted_scopes") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM coordination_board_deleted_scopes") == [(0,)]
 
 
 async def test_a_locked_file_is_a_retryable_open_and_busy_reads_use_the_read_clause(db_path):
@@ -171,8 +175,8 @@ def _digest(path: Path) -> dict[str, str]:
     return out
 
 
-async def _sample_board(db_path: Path) -> None:
-    async with open_board_writer(db_path, clock=fixed_clock()) as board:
+async def _sample_board(db: Path | str) -> None:
+    async with open_board_writer(db, clock=fixed_clock()) as board:
         await put(board, "gate", 0, {"b": 1, "a": [1.5, None]}, state_stamp="s1")
         await put(board, "gate", 1, "two")
         await put(board, "gate", 2, "three", name="Bob\x07")
@@ -216,9 +220,9 @@ def test_the_reader_modules_hold_no_writing_sql_and_never_load_the_writer():
     assert out.stdout.strip() == "False"
 
 
-async def test_the_views_for_people(db_path):
-    await _sample_board(db_path)
-    async with open_board_reader(db_path) as reader:
+async def test_the_views_for_people(db):
+    await _sample_board(db)
+    async with open_board_reader(db) as reader:
         scopes = {scope.scope_id: scope for scope in await reader.scopes()}
         assert set(scopes) == {"project-1", "project-2"}  # project-3 was deleted
         one = scopes["project-1"]
@@ -245,13 +249,10 @@ async def test_the_views_for_people(db_path):
         assert await reader.history("project-1", "gone") == []  # purged by the delete
 
 
-async def test_a_value_that_is_not_json_fails_termals_reads_but_not_the_views(db_path):
-    await _sample_board(db_path)
-    db = sqlite3.connect(db_path)
-    with db:
-        db.execute("UPDATE coordination_board_entries SET value_json = '{oops' WHERE key = 'gate'")
-    db.close()
-    async with open_board_reader(db_path) as reader:
+async def test_a_value_that_is_not_json_fails_termals_reads_but_not_the_views(db):
+    await _sample_board(db)
+    execute(db, "UPDATE coordination_board_entries SET value_json = '{oops' WHERE key = 'gate'")
+    async with open_board_reader(db) as reader:
         with pytest.raises(StoreError) as raised:
             await reader.list("project-1")
         assert str(raised.value).startswith(
@@ -263,15 +264,12 @@ async def test_a_value_that_is_not_json_fails_termals_reads_but_not_the_views(db
         assert not null.invalid and null.value is None
 
 
-async def test_a_file_without_board_tables_reads_as_an_empty_board(db_path):
-    async with open_board_writer(db_path):
+async def test_a_file_without_board_tables_reads_as_an_empty_board(db):
+    async with open_board_writer(db):
         pass
-    db = sqlite3.connect(db_path)
     for table in ("history", "idempotency", "entries", "deleted_scopes", "scopes"):
-        db.execute(f"DROP TABLE coordination_board_{table}")
-    db.commit()
-    db.close()
-    async with open_board_reader(db_path) as reader:
+        execute(db, f"DROP TABLE coordination_board_{table}")
+    async with open_board_reader(db) as reader:
         page = await reader.list("project-1")
         assert page.to_wire() == {"generation": 0, "entries": [], "unchanged": False}
         assert (await reader.list("project-1", known_generation=0)).unchanged
@@ -283,7 +281,7 @@ async def test_a_file_without_board_tables_reads_as_an_empty_board(db_path):
         assert await reader.scopes() == []
         assert await reader.history("project-1", "a") == []
     # Our writer (as TermAl's open would) creates them again.
-    async with open_board_writer(db_path) as board:
+    async with open_board_writer(db) as board:
         assert (await put(board, "a", 0, 1)).generation == 1
 
 
@@ -299,9 +297,9 @@ async def test_the_reader_over_an_open_read_only_connection(db_path):
         await reader.close()
 
 
-async def test_writer_reads_answer_as_the_reader_does(db_path):
-    await _sample_board(db_path)
-    async with open_board_reader(db_path) as reader, open_board_writer(db_path) as board:
+async def test_writer_reads_answer_as_the_reader_does(db):
+    await _sample_board(db)
+    async with open_board_reader(db) as reader, open_board_writer(db) as board:
         for scope in ("project-1", "project-2", "project-3", "project-9"):
             for call in (
                 lambda s, scope=scope: s.list(scope, limit=1),
@@ -394,17 +392,17 @@ async def test_conflicts_carry_termals_detail_as_a_dict(board):
         (10**400, "number out of range"),
     ],
 )
-async def test_values_json_cannot_hold_are_refused(board, value, message):
+async def test_values_json_cannot_hold_are_refused(board, db, value, message):
     with pytest.raises(ValidationError) as raised:
         await put(board, "a", 0, value)
     assert str(raised.value) == f"coordination board value is not JSON: {message}"
-    assert rows(board.path, "SELECT COUNT(*) FROM coordination_board_entries") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM coordination_board_entries") == [(0,)]
 
 
-async def test_python_values_canonicalise_as_their_json_does(board):
+async def test_python_values_canonicalise_as_their_json_does(board, db):
     receipt = await put(board, "a", 0, ({"b": (1, 2)}, True, 2**64))
     assert receipt.value == [{"b": [1, 2]}, True, 18446744073709551616.0]
-    ((stored,),) = rows(board.path, "SELECT value_json FROM coordination_board_entries")
+    ((stored,),) = rows(db, "SELECT value_json FROM coordination_board_entries")
     assert stored == '[{"b":[1,2]},true,1.8446744073709552e19]'
 
 
@@ -427,11 +425,11 @@ def test_board_timestamps_are_milliseconds_and_z():
     assert format_board_timestamp(1_785_412_800_123_999_999) == "2026-07-30T12:00:00.123Z"
 
 
-async def test_writes_stamp_the_board_format_and_receipts_share_it(board):
+async def test_writes_stamp_the_board_format_and_receipts_share_it(board, db):
     receipt = await put(board, "a", 0, 1)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", receipt.updated_at)
     ((created, receipt_json),) = rows(
-        board.path, "SELECT created_at, receipt_json FROM coordination_board_idempotency"
+        db, "SELECT created_at, receipt_json FROM coordination_board_idempotency"
     )
     assert created == receipt.updated_at
     assert receipt_json == dumps(receipt.to_wire())
@@ -454,14 +452,14 @@ def test_the_request_hash_is_length_prefixed_sha256():
     assert request_hash("s", "k", 1, "1", "a") != request_hash("s", "k", 1, "1", None)
 
 
-async def test_scope_deletion_fences_for_good_and_cascades(board):
+async def test_scope_deletion_fences_for_good_and_cascades(board, db):
     await put(board, "a", 0, 1)
     await put(board, "a", 1, 2)
     assert await board.delete_scope("project-1") is True
     assert await board.delete_scope("project-1") is False
     for table in ("entries", "history", "idempotency", "scopes"):
-        assert rows(board.path, f"SELECT COUNT(*) FROM coordination_board_{table}") == [(0,)]
-    ((deleted_at,),) = rows(board.path, "SELECT deleted_at FROM coordination_board_deleted_scopes")
+        assert rows(db, f"SELECT COUNT(*) FROM coordination_board_{table}") == [(0,)]
+    ((deleted_at,),) = rows(db, "SELECT deleted_at FROM coordination_board_deleted_scopes")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", deleted_at)
     with pytest.raises(NotFoundError) as raised:
         await put(board, "a", 0, 1)
