@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -555,6 +555,7 @@ class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
             snapshot=source.status.phase == "snapshot",
         )
         self._age_column: ColumnKey | None = None
+        self._history_width = 0  # the screen width the history was laid out for
         self._again = False
 
     # the model's state, as tests read it
@@ -696,8 +697,15 @@ class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
         )
         self.query_one("#key-value", Static).update(label + Content(value_text(head)))
 
+    def on_resize(self, event: events.Resize) -> None:
+        """The value column is cut to the screen's width: laid out again at the real one
+        (a history read before the first layout was cut for 80 columns)."""
+        if self.model.revisions and event.size.width != self._history_width:
+            self._show_history()
+
     def _show_history(self) -> None:
         table = self.query_one("#history", DataTable)
+        self._history_width = self.size.width
         now = self.model.clock()
         room = max(12, (self.size.width or 80) - 52)  # the value column fits the screen
         table.clear()
