@@ -10,7 +10,6 @@ Run: python bench/bench_idle.py [--seconds 60]   (needs tmux and /proc)
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -19,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from bench_live import cpu_seconds
 from common import DATA, big_mailbox_db
 
 SOCKET = "bench-idle"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def tmux(*args: str) -> str:
@@ -31,14 +30,9 @@ def tmux(*args: str) -> str:
     ).stdout
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
 def viewer_pid() -> int:
-    shell = int(tmux("display-message", "-p", "#{pane_pid}").strip())
-    return shell  # the pane runs the command with exec: its pid is the viewer's
+    """The pane runs the command with exec: the pane's pid is the viewer's."""
+    return int(tmux("display-message", "-p", "#{pane_pid}").strip())
 
 
 def window(pid: int, seconds: float) -> float:

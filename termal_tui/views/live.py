@@ -16,7 +16,7 @@ What the source owns
   ``-shm``, so a commit by another process reaches every view within a second. The poll
   every ``interval`` seconds stays as the fallback where notifications do not arrive
   (network filesystems, a watcher that could not start).
-* **The change check**: ``PRAGMA data_version`` on the reader's connection (it moves
+* **The change check**: the reader's ``data_version()`` (the store's change counter: it moves
   when another connection commits); nothing else is read when it has not moved.
 * **Live / Stale**: :class:`LiveStatus` says the phase, the time of the last good read
   and, when Stale, why.
