@@ -81,7 +81,7 @@ async def over_stdio(
 
 
 @contextlib.contextmanager
-def hub(db: Path, log: Path, *, own_session: bool = True) -> Any:
+def hub(db: Path, log: Path, *extra: str, own_session: bool = True) -> Any:
     """A hub on ``db``; yields its URL and pid. ``own_session``: started in a session of
     its own, as a hub runs (a service, or its own terminal) and as the SDK starts every
     stdio server (``start_new_session``). With Linux's autogroup scheduling each session
@@ -90,7 +90,7 @@ def hub(db: Path, log: Path, *, own_session: bool = True) -> Any:
     out = log.open("wb")
     process = subprocess.Popen(
         [EXE, "serve", "--db", str(db), "--port", "0", "--rate", "1000000", "--burst",
-         "1000000", "--log-level", "warning", "--request-log-level", "debug"],
+         "1000000", "--log-level", "warning", "--request-log-level", "debug", *extra],
         stdout=out, stderr=out, start_new_session=own_session,
     )  # fmt: skip
     try:
@@ -582,6 +582,12 @@ async def main(
             reused_connection(url, tokens["raw-http"], db, raw[1].name, calls)
         if attack:
             agent_tokens = [tokens[s.name] for s in fleet[:4]]
+            print("\nthe hub as it runs (connections past an address's limit held unread)")
+            await under_attack(url, agent_tokens, attack, attack_seconds)
+    if attack:
+        # The baseline, in the same run: the same hub closing them at once instead.
+        with hub(db, tmp / "hub3.log", "--max-held", "0") as (url, _pid):
+            print("\nbaseline: the same hub closing them at once (--max-held 0)")
             await under_attack(url, agent_tokens, attack, attack_seconds)
 
 

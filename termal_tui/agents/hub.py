@@ -99,6 +99,8 @@ class HubLimits:
     burst: int = 60  # requests per token at once
     max_connections: int = 1000  # open TCP connections, all addresses (JSON 503 beyond)
     max_pending_per_address: int = 32  # connections per address without a valid token yet
+    max_held: int = 4000  # idle connections past an address's pending limit, held unread
+    hold_timeout: float = 30.0  # seconds such a connection is held before it is closed
     header_timeout: float = 5.0  # seconds a request header may take to arrive
     body_timeout: float = 30.0  # seconds a request body may take, after its header
     max_sessions: int = 1000  # open MCP sessions (the SDK's 503 beyond it)

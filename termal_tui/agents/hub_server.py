@@ -14,13 +14,21 @@ subclassed (:class:`HubProtocol`) so that each connection reports to one
   there is no deadline here.
 * **Per address.** A connection is *pending* until one of its requests presented a valid
   token (:class:`~termal_tui.agents.hub_http.Front` says so). An address may
-  hold ``max_pending_per_address`` pending connections; a new one beyond that closes the
-  address's oldest pending connection that has no request in progress, or is refused if
-  there is none — only that address's connections are touched.
-* **Real connections.** ``max_connections`` counts open TCP connections, nothing else.
-  When it is reached, the oldest idle pending connection of the address holding the most
-  pending ones is closed to make room; only when none is left is the new connection
-  refused (a JSON 503). Connections that presented a token are never closed for room.
+  hold ``max_pending_per_address`` pending connections; a new one beyond that sets aside
+  the address's oldest pending connection that has no request in progress, or is refused
+  if there is none — only that address's connections are touched.
+* **Held, not closed.** A connection set aside is *held*: its reading is paused (the
+  event loop no longer watches it, whatever it sends stays in the kernel) and it is closed
+  only ``hold_timeout`` seconds later, or when more than ``max_held`` are held (oldest
+  first). Closing it at once invited churn: an attacker that reopens whatever is closed
+  kept the hub accepting and closing ~10,000 sockets a second, and agents with tokens
+  waited behind that (437 ms a call instead of 9). Held, 1,000 sockets cost a file
+  descriptor each and no CPU.
+* **Real connections.** ``max_connections`` counts open TCP connections being served
+  (held ones apart). When it is reached, the oldest idle pending connection of the address
+  holding the most pending ones is set aside to make room; only when none is left is the
+  new connection refused (a JSON 503). Connections that presented a token are never set
+  aside.
 * **No per-call floor.** ``TCP_NODELAY`` on every accepted socket (asyncio sets it only
   when the listening socket was made with ``IPPROTO_TCP``) and ``TCP_QUICKACK`` after each
   read and each response, so neither Nagle nor a delayed ACK holds a reply or a request's
@@ -75,10 +83,11 @@ class Tracked:
     address: str
     peer: tuple[str, int] | None
     opened: float
-    phase: str = "headers"  # headers | body | app | idle
+    phase: str = "headers"  # headers | body | app | idle | held
     deadline: float | None = None
-    busy: bool = False  # a request of its own is in progress (not closed for room)
+    busy: bool = False  # a request of its own is in progress (not set aside for room)
     trusted: bool = False  # one of its requests presented a valid token
+    hold: Callable[[], None] | None = None  # stops reading it (None: it is closed instead)
 
 
 class ConnectionTracker:
@@ -93,22 +102,32 @@ class ConnectionTracker:
         max_pending_per_address: int,
         header_timeout: float,
         body_timeout: float,
+        max_held: int = 0,
+        hold_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_connections = max_connections
         self.max_pending_per_address = max_pending_per_address
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.max_held = max_held
+        self.hold_timeout = hold_timeout
         self.clock = clock
-        self._all: dict[Tracked, None] = {}
+        self._all: dict[Tracked, None] = {}  # served: every open connection but the held
         self._pending: dict[str, dict[Tracked, None]] = {}  # per address, oldest first
         self._by_peer: dict[tuple[str, int], Tracked] = {}
+        self._held: dict[Tracked, None] = {}  # oldest first
         self.refused = 0
-        self.evicted = 0
-        self.timed_out = 0
+        self.evicted = 0  # set aside for room: held, or closed when nothing can be held
+        self.timed_out = 0  # closed at a deadline (a held one's included)
 
     def __len__(self) -> int:
+        """Open connections being served (the held ones are not)."""
         return len(self._all)
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
 
     def pending(self, address: str) -> int:
         return len(self._pending.get(address, ()))
@@ -116,10 +135,16 @@ class ConnectionTracker:
     # ------------------------------------------------------------ life
 
     def admit(
-        self, close: Callable[[], None], address: str, peer: tuple[str, int] | None = None
+        self,
+        close: Callable[[], None],
+        address: str,
+        peer: tuple[str, int] | None = None,
+        hold: Callable[[], None] | None = None,
     ) -> Tracked | None:
         """A new connection: tracked (its header deadline running), or None if refused
-        (the caller closes it). May close other pending connections to make room."""
+        (the caller closes it). May set other pending connections aside to make room:
+        held through ``hold`` (reading stopped) while fewer than ``max_held`` are, else
+        closed."""
         mine = self._pending.get(address, {})
         if len(mine) >= self.max_pending_per_address and not self._evict(mine):
             self.refused += 1
@@ -130,7 +155,7 @@ class ConnectionTracker:
                 self.refused += 1
                 return None
         now = self.clock()
-        tracked = Tracked(close, address, peer, now, deadline=now + self.header_timeout)
+        tracked = Tracked(close, address, peer, now, deadline=now + self.header_timeout, hold=hold)
         self._all[tracked] = None
         self._pending.setdefault(address, {})[tracked] = None
         if peer is not None:
@@ -140,6 +165,7 @@ class ConnectionTracker:
     def release(self, tracked: Tracked) -> None:
         """The connection is gone (whoever closed it)."""
         self._all.pop(tracked, None)
+        self._held.pop(tracked, None)
         group = self._pending.get(tracked.address)
         if group is not None:
             group.pop(tracked, None)
@@ -154,7 +180,16 @@ class ConnectionTracker:
             return False
         self.evicted += 1
         self.release(victim)
-        victim.close()
+        if victim.hold is None or self.max_held <= 0:
+            victim.close()
+            return True
+        victim.phase, victim.deadline = "held", self.clock() + self.hold_timeout
+        self._held[victim] = None
+        victim.hold()
+        while len(self._held) > self.max_held:
+            oldest = next(iter(self._held))
+            del self._held[oldest]
+            oldest.close()
         return True
 
     # ------------------------------------------------------------ progress
@@ -203,6 +238,10 @@ class ConnectionTracker:
         """Close every connection past its deadline; how many were closed."""
         now = self.clock()
         late = [t for t in self._all if t.deadline is not None and t.deadline <= now]
+        for held in self._held:  # oldest first: the first not yet due ends the walk
+            if held.deadline is None or held.deadline > now:
+                break
+            late.append(held)
         for tracked in late:
             self.timed_out += 1
             self.release(tracked)
@@ -233,7 +272,9 @@ def protocol_for(tracker: ConnectionTracker) -> type[H11Protocol]:
             _set_option(self.sock, socket.IPPROTO_TCP, "TCP_NODELAY")
             _set_option(self.sock, socket.IPPROTO_TCP, "TCP_QUICKACK")
             address = self.client[0] if self.client else "-"
-            self.tracked = tracker.admit(transport.close, address, self.client)
+            self.tracked = tracker.admit(
+                transport.close, address, self.client, hold=transport.pause_reading
+            )
             if self.tracked is None:
                 transport.write(REFUSED % (len(REFUSED_BODY), REFUSED_BODY))
                 transport.close()
@@ -245,8 +286,8 @@ def protocol_for(tracker: ConnectionTracker) -> type[H11Protocol]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            if self.tracked is None:
-                return  # refused or closed: nothing it says is read
+            if self.tracked is None or self.tracked.phase == "held":
+                return  # refused, closed or held: nothing it says is read
             super().data_received(data)
             _set_option(self.sock, socket.IPPROTO_TCP, "TCP_QUICKACK")
             if self.tracked is None:
@@ -340,17 +381,27 @@ def tracker_for(options: HubOptions) -> ConnectionTracker:
         max_pending_per_address=limits.max_pending_per_address,
         header_timeout=limits.header_timeout,
         body_timeout=limits.body_timeout,
+        max_held=limits.max_held,
+        hold_timeout=limits.hold_timeout,
     )
 
 
-def _room_for(connections: int) -> None:
-    """Raise the soft open-files limit so ``connections`` sockets fit beside the files."""
+FILES_BESIDE = 256  # descriptors kept for the database, logs and the listening socket
+
+
+def _room_for(connections: int) -> int:
+    """Raise the soft open-files limit so ``connections`` sockets fit beside the files;
+    how many sockets fit (fewer when the hard limit is lower)."""
+    wanted = connections + FILES_BESIDE
     with contextlib.suppress(ValueError, OSError):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        wanted = connections + 256
         if soft != resource.RLIM_INFINITY and soft < wanted:
             ceiling = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
             resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY:
+            return max(0, soft - FILES_BESIDE)
+    return connections
 
 
 def run_hub(options: HubOptions, sock: socket.socket, on_ready: Any = None) -> None:
@@ -364,7 +415,8 @@ def run_hub(options: HubOptions, sock: socket.socket, on_ready: Any = None) -> N
     hub = Hub(options)
     tracker = tracker_for(options)
     limits = options.limits
-    _room_for(limits.max_connections)
+    room = _room_for(limits.max_connections + limits.max_held)
+    tracker.max_held = min(limits.max_held, max(0, room - limits.max_connections))
     config = uvicorn.Config(
         hub.app(on_caller=lambda scope: tracker.trust(scope.get("client"))),
         http=protocol_for(tracker),

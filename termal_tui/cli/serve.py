@@ -43,6 +43,14 @@ LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
         "connections per client address that have not yet shown a valid token (default "
         "{default}; beyond it the address's oldest idle one is closed)",
     ),
+    (
+        "--max-held",
+        int,
+        "idle connections without a token held open and unread, rather than closed, when "
+        "their address is past its pending limit (default {default}; 0: closed at once; an "
+        "attacker that reconnects whatever is closed finds nothing to churn)",
+    ),
+    ("--hold-timeout", float, "seconds a held connection stays open (default {default})"),
     ("--header-timeout", float, "seconds a request header may take to arrive (default {default})"),
     (
         "--body-timeout",
@@ -56,14 +64,23 @@ LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
 )
 
 
-def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+def _field(flag: str) -> str:
+    """The HubLimits field (and argparse dest) of a limit's flag."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+# The limits whose 0 means something ("none held"); every other one is more than 0.
+MAY_BE_ZERO = frozenset({"--max-held"})
+
+
+def _positive(kind: type[float] | type[int], *, zero: bool = False) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError("must be more than 0")
+        if value < 0 if zero else not value > 0:
+            raise argparse.ArgumentTypeError("must be 0 or more" if zero else "must be more than 0")
         return value
 
     return parse
@@ -102,10 +119,10 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     )
     limits = parser.add_argument_group("limits")
     for flag, kind, text in LIMIT_FLAGS:
-        default = getattr(defaults, flag.removeprefix("--").replace("-", "_"))
+        default = getattr(defaults, _field(flag))
         limits.add_argument(
             flag,
-            type=_positive(kind),
+            type=_positive(kind, zero=flag in MAY_BE_ZERO),
             default=default,
             help=text.format(default=f"{default:g}"),
         )
@@ -156,18 +173,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         keyfile=args.keyfile,
         log_level=args.log_level,
         request_log_level=args.request_log_level,
-        limits=HubLimits(
-            rate=args.rate,
-            burst=args.burst,
-            max_connections=args.max_connections,
-            max_pending_per_address=args.max_pending_per_address,
-            header_timeout=args.header_timeout,
-            body_timeout=args.body_timeout,
-            max_sessions=args.max_sessions,
-            session_idle=args.session_idle,
-            keep_alive=args.keep_alive,
-            drain=args.drain,
-        ),
+        limits=HubLimits(**{_field(flag): getattr(args, _field(flag)) for flag, *_ in LIMIT_FLAGS}),
         busy_timeout=busy_timeout(),
     )
     registry = registry_for(path)

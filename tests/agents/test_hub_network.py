@@ -54,11 +54,14 @@ class Fleet:
     def __init__(self, tracker: ConnectionTracker) -> None:
         self.tracker = tracker
         self.closed: list[str] = []
+        self.held: list[str] = []  # whose reading was stopped
         self.port = 1000
 
-    def open(self, address: str, name: str) -> Tracked | None:
+    def open(self, address: str, name: str, *, holdable: bool = False) -> Tracked | None:
         self.port += 1
-        return self.tracker.admit(lambda: self.closed.append(name), address, (address, self.port))
+        hold = (lambda: self.held.append(name)) if holdable else None
+        close = lambda: self.closed.append(name)  # noqa: E731
+        return self.tracker.admit(close, address, (address, self.port), hold=hold)
 
 
 def tracker(clock: Clock, **limits: Any) -> ConnectionTracker:
@@ -158,6 +161,50 @@ def test_past_its_pending_limit_an_address_loses_its_own_oldest_idle_connection(
     assert fleet.closed == ["idle-0"]
     assert fleet.tracker.pending("10.0.0.1") == 4 and fleet.tracker.pending("10.0.0.2") == 1
     assert fleet.tracker.evicted == 1
+
+
+def test_past_its_pending_limit_the_oldest_idle_connection_is_held_unread_not_closed():
+    clock = Clock()
+    fleet = Fleet(tracker(clock, max_held=3, hold_timeout=30.0))
+    for n in range(4):
+        fleet.open("10.0.0.1", f"idle-{n}", holdable=True)
+    newest = fleet.open("10.0.0.1", "newest", holdable=True)
+    assert newest is not None
+    # Set aside without a close: an attacker that reopens what is closed has nothing to do.
+    assert fleet.held == ["idle-0"] and fleet.closed == []
+    assert fleet.tracker.held == 1 and fleet.tracker.pending("10.0.0.1") == 4
+    assert len(fleet.tracker) == 4  # served: the held one is not counted
+    # Held past the header deadline of the pending ones: its own deadline is the hold's.
+    clock.now += 5.1
+    assert fleet.tracker.sweep() == 4 and "idle-0" not in fleet.closed
+    clock.now += 25.0
+    assert fleet.tracker.sweep() == 1 and fleet.closed[-1] == "idle-0"
+    assert fleet.tracker.held == 0
+
+
+def test_more_than_max_held_closes_the_oldest_held():
+    clock = Clock()
+    fleet = Fleet(tracker(clock, max_held=2))
+    for n in range(7):
+        fleet.open("10.0.0.1", f"c-{n}", holdable=True)
+    assert fleet.held == ["c-0", "c-1", "c-2"] and fleet.closed == ["c-0"]
+    assert fleet.tracker.held == 2
+
+
+def test_a_thousand_idle_sockets_from_one_address_cause_no_close_and_leave_room():
+    clock = Clock()
+    fleet = Fleet(tracker(clock, max_connections=100, max_pending_per_address=32, max_held=4000))
+    agent = fleet.open("127.0.0.1", "agent")
+    assert agent is not None
+    fleet.tracker.trust(agent.peer)
+    for n in range(1000):
+        assert fleet.open("127.0.0.1", f"attacker-{n}", holdable=True) is not None
+    assert fleet.closed == []  # nothing for the attacker to reopen
+    assert fleet.tracker.held == 968 and fleet.tracker.pending("127.0.0.1") == 32
+    # A new client on the same address is admitted, and the agent never set aside.
+    fresh = fleet.open("127.0.0.1", "fresh", holdable=True)
+    assert fresh is not None and "agent" not in fleet.held + fleet.closed
+    assert len(fleet.tracker) == 1 + 32
 
 
 def test_connections_with_a_request_in_progress_are_not_closed_for_room():
@@ -281,7 +328,7 @@ async def test_an_accepted_socket_sends_small_writes_at_once():
 
 async def test_many_idle_sockets_neither_lock_agents_out_nor_stay_open(world: dict[str, Any]):
     db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
-    limits = ["--header-timeout", "1", "--max-pending-per-address", "16"]
+    limits = ["--header-timeout", "1", "--hold-timeout", "1", "--max-pending-per-address", "16"]
     with hub(db, tmp / "hub.log", *limits) as running:
         host, port = running.url.split("//")[1].split("/")[0].rsplit(":", 1)
         idle: list[socket.socket] = []
@@ -296,7 +343,8 @@ async def test_many_idle_sockets_neither_lock_agents_out_nor_stay_open(world: di
                 for _ in range(5):
                     answer = await http.post(running.url, json=INITIALIZE, headers=HEADERS | bearer)
                     assert answer.status_code == 200, answer.text
-            # Every idle socket is closed by the hub: at once for room, or at its deadline.
+            # Every idle socket is closed by the hub, at its deadline: the header's, or the
+            # hold's for those set aside past the address's pending limit.
             for conn in idle:
                 conn.settimeout(10)
                 with contextlib.suppress(ConnectionResetError):
@@ -370,3 +418,28 @@ async def test_a_request_header_too_large_to_parse_is_refused_in_json():
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
     assert json.loads(body)["error"] == "invalid_request"
+
+
+def test_every_limit_flag_reaches_the_hub(monkeypatch: pytest.MonkeyPatch, world: dict[str, Any]):
+    """Each of the hub's limits has a flag, and the value given is the one the hub runs
+    with (a limit added to HubLimits but not passed on ran with its default)."""
+    import dataclasses
+
+    from termal_tui.agents import hub_server
+    from termal_tui.agents.hub import HubLimits
+    from termal_tui.cli import main
+    from termal_tui.cli.serve import LIMIT_FLAGS
+
+    flags = {flag: kind for flag, kind, _ in LIMIT_FLAGS}
+    fields = {f.name for f in dataclasses.fields(HubLimits)} - {"max_request_bytes"}
+    assert {flag.removeprefix("--").replace("-", "_") for flag in flags} == fields
+    seen: list[Any] = []
+    monkeypatch.setattr(
+        hub_server, "run_hub", lambda options, sock, on_ready=None: seen.append(options)
+    )
+    given = {flag: kind(7) for flag, kind in flags.items()}  # not any default
+    argv = [x for flag, value in given.items() for x in (flag, str(value))]
+    assert main(["serve", "--db", str(world["db"]), "--port", "0", *argv]) == 0
+    (options,) = seen
+    for flag, value in given.items():
+        assert getattr(options.limits, flag.removeprefix("--").replace("-", "_")) == value, flag
