@@ -74,6 +74,10 @@ class ChannelEvent(BaseModel):
 class RemoteOptions:
     url: str
     token: str
+    # Other hubs of the same database (PostgreSQL), tried in turn when the current one
+    # cannot be reached or its connection breaks; a call that failed in transit is sent
+    # again, exactly, through the next one.
+    fallbacks: tuple[str, ...] = ()
     channel: bool = False
     timeout: float = 60.0  # one tool call, end to end
     ping_every: float = 5.0  # while connected: the hub counts the stream dead after 3 missed
@@ -101,6 +105,14 @@ class HubLink:
         self.mcp_session: str | None = None
         self._protocol: str | None = None
         self._http: httpx2.AsyncClient | None = None
+        self.urls = (options.url, *options.fallbacks)
+        self._at = 0  # the hub in use: an index into ``urls``
+        self.failed_url = options.url  # the hub of the last failed attempt
+
+    @property
+    def url(self) -> str:
+        """The hub this shim talks to now."""
+        return self.urls[self._at]
 
     async def _on_request(self, request: httpx2.Request) -> None:
         protocol = request.headers.get(PROTOCOL_HEADER)
@@ -141,7 +153,7 @@ class HubLink:
         if self._protocol:
             headers[PROTOCOL_HEADER] = self._protocol
         with anyio.move_on_after(2.0, shield=True), contextlib.suppress(Exception):
-            await http.delete(self.options.url, headers=headers)
+            await http.delete(self.url, headers=headers)
 
     def _bump(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
@@ -152,7 +164,7 @@ class HubLink:
         binding = NotificationBinding(
             method=CHANNEL_METHOD, params_type=ChannelEvent, handler=self.on_wake
         )
-        failures = 0  # in a row: the pause between attempts doubles, up to 5 s
+        failures = 0  # in a row: after each round of the hubs the pause doubles, up to 5 s
         while True:
             self._started += 1
             attempt = self._started
@@ -165,7 +177,7 @@ class HubLink:
                     async with (
                         _http_client(headers) as http,
                         streamable_http_client(
-                            self.options.url, http_client=http, terminate_on_close=False
+                            self.url, http_client=http, terminate_on_close=False
                         ) as streams,
                         ClientSession(
                             streams[0], streams[1], notification_bindings=[binding]
@@ -190,9 +202,12 @@ class HubLink:
                 failure = error
             self.client, self.failure, self._failed_at = None, failure, attempt
             self._http = None
+            self.failed_url = self.url
+            self._at = (self._at + 1) % len(self.urls)  # the next hub, if there is one
             self._bump()
-            await anyio.sleep(min(5.0, 0.25 * 2**failures))
             failures += 1
+            if failures % len(self.urls) == 0:  # every hub tried since the last success
+                await anyio.sleep(min(5.0, 0.25 * 2 ** (failures // len(self.urls) - 1)))
 
     async def session(self, after: int = 0) -> ClientSession:
         """The open session; or the failure of a connection attempt begun after attempt
@@ -240,20 +255,31 @@ class HubLink:
 
     async def ready(self) -> None:
         """Wait for the first connection; raise StartupError with the reason when the shim
-        cannot work (a refused token, a hub that cannot be reached)."""
+        cannot work (a refused token, no hub that can be reached)."""
+        after = 0
         try:
             with anyio.fail_after(self.options.startup):
-                await self.session()
+                while True:
+                    try:
+                        await self.session(after)
+                        return
+                    except Exception as error:
+                        # A refused token is refused by every hub (they share the
+                        # registry); a hub that cannot be reached may have a sibling.
+                        if self.last_status == 401 or self._failed_at >= len(self.urls):
+                            raise StartupError(self.startup_failure(error)) from None
+                        after = self._failed_at
         except TimeoutError:
             raise StartupError(
-                f"the termal-tui hub at {self.options.url} did not answer within "
+                f"the termal-tui hub at {self._hubs()} did not answer within "
                 f"{self.options.startup:g} s; this shim cannot work without it"
             ) from None
-        except Exception as error:
-            raise StartupError(self.startup_failure(error)) from None
+
+    def _hubs(self) -> str:
+        return self.urls[0] if len(self.urls) == 1 else " or ".join(self.urls)
 
     def startup_failure(self, error: BaseException) -> str:
-        url = self.options.url
+        url = self.failed_url
         if self.last_status == 401:
             return (
                 f"the token was refused by the hub at {url} (401): it is unknown, revoked, "
@@ -261,9 +287,14 @@ class HubLink:
                 "on the hub"
             )
         if _is_connect_error(error):
+            where = (
+                f"the hub at {url} cannot"
+                if len(self.urls) == 1
+                else f"none of the hubs at {', '.join(self.urls)} can"
+            )
             return (
-                f"nothing was sent: the hub at {url} cannot be reached "
-                f"({_detail(error)}); is `termal-tui serve` running there?"
+                f"nothing was sent: {where} be reached ({_detail(error)}); is "
+                "`termal-tui serve` running there?"
             )
         if self.last_status is not None and self.last_status >= 400:
             return f"the hub at {url} answered {self.last_status} to the MCP handshake"

@@ -52,8 +52,11 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument(
         "--remote",
         metavar="URL",
+        action="append",
         help="forward every call to a hub (termal-tui serve) at URL, e.g. "
-        "https://hub.example:8765/mcp; the token decides the session",
+        "https://hub.example:8765/mcp; the token decides the session. Give it once per hub "
+        "of the same PostgreSQL database: the shim uses the first and moves to the next "
+        "when one cannot be reached, sending a call that failed in transit again, exactly",
     )
     parser.add_argument(
         "--token-env",
@@ -101,8 +104,9 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             "with --remote the hub's file and the token decide the session: leave out "
             "DB, --db, --session, --register and --project"
         )
-    if not args.remote.startswith(("http://", "https://")):
-        parser.error("--remote takes an http:// or https:// URL (the hub's /mcp endpoint)")
+    for url in args.remote:
+        if not url.startswith(("http://", "https://")):
+            parser.error("--remote takes an http:// or https:// URL (the hub's /mcp endpoint)")
     token = os.environ.get(args.token_env, "").strip()
     if not token:
         raise CommandError(
@@ -120,7 +124,8 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     import anyio
 
     options = RemoteOptions(
-        url=args.remote,
+        url=args.remote[0],
+        fallbacks=tuple(dict.fromkeys(args.remote))[1:],  # each hub once, in the order given
         token=token,
         channel=args.channel or args.channel_switch,
         ping_every=args.ping_every,

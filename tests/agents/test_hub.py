@@ -89,13 +89,15 @@ def world(tmp_path: Path) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def shim(
-    url: str, token: str, home: Path, *, channel: bool = True
+    url: str, token: str, home: Path, *, channel: bool = True, fallbacks: tuple[str, ...] = ()
 ) -> AsyncIterator[tuple[Agent, int]]:
-    """``termal-tui mcp --remote URL --channel`` in its own home; yields the agent and pid."""
+    """``termal-tui mcp --remote URL --channel`` in its own home (``fallbacks``: more
+    ``--remote`` hubs); yields the agent and pid."""
     home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HOME=str(home), TERMAL_HOME=str(home / ".termal"))
     env["HUB_TOKEN"] = token
-    args = ["mcp", "--remote", url, "--token-env", "HUB_TOKEN"] + (["--channel"] if channel else [])
+    hubs = [x for hub_url in (url, *fallbacks) for x in ("--remote", hub_url)]
+    args = ["mcp", *hubs, "--token-env", "HUB_TOKEN"] + (["--channel"] if channel else [])
     events: list[tuple[float, ChannelParams]] = []
 
     async def on_channel(params: ChannelParams) -> None:

@@ -16,7 +16,7 @@ from termal_tui.agents.registry import Registry
 from termal_tui.agents.remote import CallFailed, _transit_failure
 from termal_tui.agents.tools import SEND_OUTCOME_UNKNOWN
 from tests.agents.test_e2e import EXE, ToolFailure
-from tests.agents.test_hub import hub, shim
+from tests.agents.test_hub import hub, message_rows, shim
 
 pytest.importorskip("uvicorn")
 
@@ -26,11 +26,12 @@ INITIALIZE = (
 )
 
 
-def _start_shim(url: str, token: str, home: Path) -> subprocess.CompletedProcess[str]:
+def _start_shim(url: str, token: str, home: Path, *more: str) -> subprocess.CompletedProcess[str]:
     home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HOME=str(home), TERMAL_HOME=str(home / ".termal"), HUB_TOKEN=token)
+    hubs = [x for hub_url in (url, *more) for x in ("--remote", hub_url)]
     return subprocess.run(
-        [EXE, "mcp", "--remote", url, "--token-env", "HUB_TOKEN", "--channel"],
+        [EXE, "mcp", *hubs, "--token-env", "HUB_TOKEN", "--channel"],
         input=INITIALIZE.decode(),
         capture_output=True,
         text=True,
@@ -99,3 +100,44 @@ def test_only_a_call_that_may_have_arrived_is_outcome_unknown():
     assert _transit_failure("termal_send_to_session", refused).startswith("nothing was sent")
     denied = CallFailed(RuntimeError("401"), maybe_sent=False, refused=True)
     assert "token was refused" in _transit_failure("termal_acknowledge_mailbox", denied)
+
+
+# ------------------------------------------------------------------ several hubs
+
+
+def test_with_every_hub_down_the_shim_names_them_all(tmp_path: Path):
+    first, second = (f"http://127.0.0.1:{_closed_port()}/mcp" for _ in range(2))
+    done = _start_shim(first, "ttk_x", tmp_path / "home", second)
+    assert done.returncode == 7 and done.stdout == ""
+    assert f"nothing was sent: none of the hubs at {first}, {second} can be reached" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+
+
+async def test_the_shim_moves_to_the_next_hub_and_sends_again_exactly(tmp_path: Path):
+    """Two hubs on one database (one file here; PostgreSQL across hosts): the shim starts
+    past a hub that is down, and when its hub is killed mid-session the next calls go
+    through the other; a retried send is answered with its original receipt."""
+    db = tmp_path / "hub" / "coordination.sqlite"
+    registry = Registry.beside(db)
+    registry.add("alice")
+    token = registry.issue_token("alice")[1]
+    registry.add("bob")
+    registry.close()
+    down = f"http://127.0.0.1:{_closed_port()}/mcp"
+    one = {"sessionId": "bob", "message": "one", "idempotencyKey": "k1"}
+    two = {"sessionId": "bob", "message": "two", "idempotencyKey": "k2"}
+    with hub(db, tmp_path / "a.log") as a, hub(db, tmp_path / "b.log") as b:
+        home = tmp_path / "alice-home"
+        async with shim(down, token, home, channel=False, fallbacks=(a.url, b.url)) as (alice, _):
+            first = await alice.call("termal_send_to_session", one)
+            assert " POST /mcp " in a.text() and " POST /mcp " not in b.text()
+            os.kill(a.process.pid, signal.SIGKILL)  # the hub in use (the first one up)
+            a.process.wait(10)
+            second = await alice.call("termal_send_to_session", two)
+            replay = await alice.call("termal_send_to_session", one)
+    assert [first["duplicate"], second["duplicate"], replay["duplicate"]] == [False, False, True]
+    assert replay["sequence"] == first["sequence"] == 1 and second["sequence"] == 2
+    assert replay["messageId"] == first["messageId"]
+    assert sorted(key for _, key in message_rows(db)) == ["k1", "k2"]
