@@ -40,8 +40,10 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     parser.add_argument(
         "--remote",
         metavar="URL",
+        action="append",
         help="run the hook on a hub (termal-tui serve): its /mcp URL; the token decides "
-        "the session",
+        "the session. Once per hub of the same database: the next is tried when one "
+        "cannot be reached",
     )
     parser.add_argument(
         "--token-env",
@@ -93,31 +95,42 @@ def _run_remote(args: argparse.Namespace, parser: argparse.ArgumentParser, paylo
         parser.error(
             "with --remote the token decides the session: leave out --session, --db, --register"
         )
-    if not args.remote.startswith(("http://", "https://")):
-        parser.error("--remote takes an http:// or https:// URL (the hub's /mcp endpoint)")
+    for url in args.remote:
+        if not url.startswith(("http://", "https://")):
+            parser.error("--remote takes an http:// or https:// URL (the hub's /mcp endpoint)")
     token = os.environ.get(args.token_env, "").strip()
     if not token:
         raise CommandError(f"--remote needs the session's token in ${args.token_env}", EXIT_USAGE)
     body = json.dumps({"event": args.event, "payload": payload}).encode()
-    request = urllib.request.Request(
-        _hook_url(args.remote),
-        data=body,
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            text = answer.read().decode()
-    except urllib.error.HTTPError as error:
-        code = EXIT_INVALID if error.code in (400, 401, 403, 413, 429) else EXIT_FAILED
-        reason = f"{error.code} {error.reason}"
-        problem = _problem(error)
-        if problem is not None:  # the hub said which kind: the one table's exit code
-            code, said = problem
-            reason += f": {said}"
-        raise CommandError(f"the hub refused the hook: {reason}", code) from None
-    except (urllib.error.URLError, OSError) as error:
-        raise CommandError(f"the hub could not be reached: {error}", EXIT_FAILED) from None
+    hubs = list(dict.fromkeys(args.remote))  # each hub once, in the order given
+    text = ""
+    for n, url in enumerate(hubs):
+        request = urllib.request.Request(
+            _hook_url(url),
+            data=body,
+            method="POST",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                text = answer.read().decode()
+            break
+        except urllib.error.HTTPError as error:
+            code = EXIT_INVALID if error.code in (400, 401, 403, 413, 429) else EXIT_FAILED
+            reason = f"{error.code} {error.reason}"
+            problem = _problem(error)
+            if problem is not None:  # the hub said which kind: the one table's exit code
+                code, said = problem
+                reason += f": {said}"
+            raise CommandError(f"the hub refused the hook: {reason}", code) from None
+        except (urllib.error.URLError, OSError) as error:
+            # Not reached, or no answer: a hook only marks its own session's turn, so the
+            # next hub of the same database may take it (marking twice changes nothing).
+            if n + 1 == len(hubs):
+                shown = "" if len(hubs) == 1 else f" (none of {', '.join(hubs)})"
+                raise CommandError(
+                    f"the hub could not be reached{shown}: {error}", EXIT_FAILED
+                ) from None
     if text.strip():
         print_flushed(text if text.endswith("\n") else text + "\n")
     return EXIT_OK

@@ -553,10 +553,15 @@ async def test_remote_hosts_need_an_explicit_flag(world: dict[str, Any]):
 async def test_hooks_run_against_the_hub(world: dict[str, Any]):
     db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
 
-    def hook(event: str, token: str) -> subprocess.CompletedProcess[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"  # closed again: nobody
+
+    def hook(event: str, token: str, *hubs: str) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ, TERMAL_TUI_TOKEN=token, HOME=str(tmp / "bob-home"))
+        remote = [x for url in hubs or (running.url,) for x in ("--remote", url)]
         return subprocess.run(
-            [EXE, "hook", event, "--remote", running.url],
+            [EXE, "hook", event, *remote],
             input="{}",
             capture_output=True,
             text=True,
@@ -572,7 +577,7 @@ async def test_hooks_run_against_the_hub(world: dict[str, Any]):
                 "termal_send_to_session",
                 {"sessionId": "bob", "message": "look", "idempotencyKey": "look"},
             )
-        first = hook("prompt", tokens["bob"])
+        first = hook("prompt", tokens["bob"], down, running.url)  # past a hub that is down
         assert first.returncode == 0, first.stderr
         context = json.loads(first.stdout)["hookSpecificOutput"]["additionalContext"]
         assert receipt["mailboxId"] in context and "look" not in context  # metadata only
@@ -582,6 +587,8 @@ async def test_hooks_run_against_the_hub(world: dict[str, Any]):
         assert json.loads(stop.stdout)["decision"] == "block"  # unread mail is waiting
         refused = hook("prompt", "ttk_wrong")
         assert refused.returncode == 8 and "401" in refused.stderr
+        nowhere = hook("prompt", tokens["bob"], down)
+        assert nowhere.returncode == 7 and "the hub could not be reached:" in nowhere.stderr
 
 
 async def test_a_shim_reconnects_when_the_hub_restarts(world: dict[str, Any]):
