@@ -244,6 +244,21 @@ def refuse_url(given: str, where: str, command: str | None = None) -> None:
     )
 
 
+def warn_password_in_argv(url: str) -> None:
+    """A password written in a URL on the command line can be read by every user of this
+    host (the process list) for as long as the command runs: say so, once, on stderr."""
+    from termal_tui.store.urls import secrets_of
+
+    if secrets_of(url):
+        print(
+            "termal-tui: warning: the database URL on the command line holds a password, "
+            "which every user of this host can read in the process list; give it through "
+            "PGPASSWORD, ~/.pgpass or ?passfile= instead",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def check_url(url: str, where: str) -> str:
     """A ``postgresql://`` URL the driver can be given, or one sentence (exit 2); the
     password is never shown."""
@@ -331,7 +346,9 @@ def db_target(
 
     given = _given(args, parser)
     if given and is_postgres_url(given):
-        return check_url(given, "the database")
+        url = check_url(given, "the database")
+        warn_password_in_argv(url)
+        return url
     home = os.environ.get("TERMAL_HOME")
     if not given and home and is_postgres_url(home):
         return check_url(home, "$TERMAL_HOME")

@@ -155,4 +155,14 @@ def test_an_unreachable_server_is_busy_and_hides_the_password(tmp_path, argv):
     done = _cli(tmp_path, *[part.format(url=url) for part in argv])
     assert done.returncode == 5, done.stderr  # busy: nothing committed, retry
     assert "s3cret" not in done.stderr and "alice:***@" in done.stderr
+    assert "holds a password, which every user of this host can read" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_password_only_in_the_environment_is_not_warned_about(tmp_path):
+    url = "postgresql://alice:s3cret@127.0.0.1:1/db"
+    quiet = _cli(tmp_path, "session", "list", home=url)
+    bare = _cli(tmp_path, "session", "list", "--db", "postgresql://alice@127.0.0.1:1/db")
+    for done in (quiet, bare):
+        assert done.returncode == 5, done.stderr
+        assert "process list" not in done.stderr and "s3cret" not in done.stderr
