@@ -39,6 +39,13 @@ from termal_tui.store.urls import redact
 
 LOCK_TIMEOUT_MS: Final = 5000
 _cursor_names = itertools.count()
+# A refused connection that waiting will not cure (libpq reports them without a SQLSTATE).
+_NOT_A_MOMENT: Final = (
+    "does not exist",
+    "authentication failed",
+    "no password supplied",
+    "permission denied",
+)
 
 
 @contextlib.asynccontextmanager
@@ -57,6 +64,9 @@ async def _connect(url: str, operation: str) -> psycopg.AsyncConnection[Any]:
             url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
         )
     except psycopg.OperationalError as error:
+        reason = first_line(error, url)
+        if any(words in reason for words in _NOT_A_MOMENT):
+            raise StorageError(f"cannot use PostgreSQL at {shown}: {reason}") from None
         mapped = describe_error(url, error, f"connecting to {shown}")
         if type(mapped) is RetryableError:
             raise RetryableError(
