@@ -73,14 +73,21 @@ REGISTRY: Final = "registry"
 @dataclass(frozen=True)
 class Table:
     """One copied table: its columns (name, kind) in TermAl's order, the group it belongs
-    to, and how each engine reads it in insertion order (``ordered``: that order is part
-    of its content, as for the board's receipts, which are trimmed oldest first)."""
+    to, and the order both engines read it in (a unique key: rows are copied, and digests
+    taken, in that order; text compares as bytes on both). ``ordered``: the order is the
+    rows' insertion order and part of their content (the board's receipts, trimmed
+    oldest first: SQLite's rowid, PostgreSQL's ``insertion_order``)."""
 
     name: str
     columns: tuple[tuple[str, str], ...]
     group: str = COORDINATION
-    pg_order: str = ""
+    order: str = ""
     ordered: bool = False
+    sqlite_order: str = ""
+
+    @property
+    def order_on_sqlite(self) -> str:
+        return self.sqlite_order or self.order
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -95,7 +102,7 @@ def _t(*names: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, TEXT) for name in names)
 
 
-META: Final = Table("meta", _t("key", "value"), pg_order="key")
+META: Final = Table("meta", _t("key", "value"), order="key")
 _BOARD_VALUE: Final = (
     *_t("scope_id", "key"),
     ("revision", INTEGER),
@@ -107,7 +114,7 @@ COORDINATION_TABLES: Final = (
     Table(
         "mailboxes",
         (*_t("id", "participant_key", "created_at"), ("next_sequence", INTEGER)),
-        pg_order="created_at, id",
+        order="created_at, id",
     ),
     Table(
         "mailbox_participants",
@@ -116,7 +123,7 @@ COORDINATION_TABLES: Final = (
             ("processed_through", INTEGER),
             *_t("joined_at", "left_at"),
         ),
-        pg_order="joined_at, mailbox_id, session_id",
+        order="joined_at, mailbox_id, session_id",
     ),
     Table(
         "mailbox_messages",
@@ -138,16 +145,16 @@ COORDINATION_TABLES: Final = (
             ("unread_depth_at_append", INTEGER),
             *_t("notification_disposition", "dispatch_outcome"),
         ),
-        # The activity view reads a file's messages in rowid order: oldest first.
-        pg_order="created_at, mailbox_id, sequence",
+        # Into a file, oldest first: the activity view reads messages in rowid order.
+        order="created_at, mailbox_id, sequence",
     ),
     Table(
         "coordination_board_scopes",
         (("scope_id", TEXT), ("generation", INTEGER)),
-        pg_order="scope_id",
+        order="scope_id",
     ),
-    Table("coordination_board_entries", _BOARD_VALUE, pg_order="scope_id, key"),
-    Table("coordination_board_history", _BOARD_VALUE, pg_order="scope_id, key, revision"),
+    Table("coordination_board_entries", _BOARD_VALUE, order="scope_id, key"),
+    Table("coordination_board_history", _BOARD_VALUE, order="scope_id, key, revision"),
     Table(
         "coordination_board_idempotency",
         _t(
@@ -158,10 +165,11 @@ COORDINATION_TABLES: Final = (
             "receipt_json",
             "created_at",
         ),
-        pg_order="insertion_order",
+        order="insertion_order",
         ordered=True,
+        sqlite_order="rowid",
     ),
-    Table("coordination_board_deleted_scopes", _t("scope_id", "deleted_at"), pg_order="scope_id"),
+    Table("coordination_board_deleted_scopes", _t("scope_id", "deleted_at"), order="scope_id"),
 )
 REGISTRY_TABLES: Final = (
     Table(
@@ -173,25 +181,25 @@ REGISTRY_TABLES: Final = (
             ("channel_seen_at", REAL),
         ),
         group=REGISTRY,
-        pg_order="created_at, id",
+        order="created_at, id",
     ),
     Table(
         "session_tokens",
         _t("session_id", "token_hash", "created_at", "revoked_at"),
         group=REGISTRY,
-        pg_order="created_at, session_id",
+        order="created_at, session_id",
     ),
     Table(
         "projects",
         _t("id", "name", "root_path", "created_at"),
         group=REGISTRY,
-        pg_order="created_at, id",
+        order="created_at, id",
     ),
     Table(
         "session_projects",
         _t("session_id", "project_id", "updated_at"),
         group=REGISTRY,
-        pg_order="session_id",
+        order="session_id",
     ),
     Table(
         "wake_marks",
@@ -202,19 +210,19 @@ REGISTRY_TABLES: Final = (
             ("updated_at", TEXT),
         ),
         group=REGISTRY,
-        pg_order="session_id, mailbox_id",
+        order="session_id, mailbox_id",
     ),
     Table(
         "wake_reoffers",
         (*_t("session_id", "mailbox_id"), ("through", INTEGER), ("offered_at", TEXT)),
         group=REGISTRY,
-        pg_order="session_id, mailbox_id",
+        order="session_id, mailbox_id",
     ),
     Table(
         "notifier_seen",
         (("session_id", TEXT), ("hook_seen_at", REAL)),
         group=REGISTRY,
-        pg_order="session_id",
+        order="session_id",
     ),
 )
 TABLES: Final = COORDINATION_TABLES + REGISTRY_TABLES
@@ -227,32 +235,24 @@ DATA_TABLES: Final = tuple(table for table in TABLES if table is not META)
 
 @dataclass
 class Digest:
-    """Rows seen, and a digest of them: the sum (mod 2**256) of each row's SHA-256, so two
-    sides read in different orders agree; an ``ordered`` table hashes each row with its
-    position, so its order counts too. A row is hashed as its ``repr`` (a tuple of str,
-    int, float and None has exactly one)."""
+    """Rows seen, and the SHA-256 of all of them in the table's order: the ``repr`` of
+    each row (a tuple of str, int, float and None has exactly one), joined by ``", "``,
+    however the rows came in batches."""
 
-    ordered: bool = False
     rows: int = 0
-    total: int = 0
+    _sha: Any = field(default_factory=hashlib.sha256)
 
     def add(self, batch: Sequence[tuple[Any, ...]]) -> None:
-        sha = hashlib.sha256
-        total = self.total
-        if self.ordered:
-            start = self.rows
-            for offset, row in enumerate(batch):
-                digest = sha(repr((start + offset, row)).encode("utf-8", "surrogatepass"))
-                total += int.from_bytes(digest.digest())
-        else:
-            for row in batch:
-                digest = sha(repr(row).encode("utf-8", "surrogatepass"))
-                total += int.from_bytes(digest.digest())
-        self.total = total % (1 << 256)
+        if not batch:
+            return
+        if self.rows:
+            self._sha.update(b", ")
+        # repr of a list is its items' reprs joined by ", ": one call per batch.
+        self._sha.update(repr(list(batch))[1:-1].encode("utf-8", "surrogatepass"))
         self.rows += len(batch)
 
     def same(self, other: Digest) -> bool:
-        return (self.rows, self.total) == (other.rows, other.total)
+        return self.rows == other.rows and self._sha.digest() == other._sha.digest()
 
 
 # ------------------------------------------------------------------ the two sides
@@ -347,7 +347,7 @@ def _key_of(table: Table, row: tuple[Any, ...]) -> str:
 
 
 async def _digest(side: Side, table: Table, size: int) -> Digest:
-    digest = Digest(ordered=table.ordered)
+    digest = Digest()
     async with contextlib.aclosing(side.batches(table, size)) as batches:
         async for batch in batches:
             digest.add(batch)
@@ -402,7 +402,7 @@ async def copy_database(
         source_meta: dict[str, str] = {}
         async with destination.writing(groups) as writing:
             for table in tables:
-                copied[table.name] = digest = Digest(ordered=table.ordered)
+                copied[table.name] = digest = Digest()
                 result = TableCount(table.name, table.group, 0)
                 async with contextlib.aclosing(reading.batches(table, batch_rows)) as batches:
                     async for batch in batches:
@@ -566,7 +566,9 @@ class SqliteSide:
         if conn is None:
             return
         try:
-            cursor = conn.execute(f"SELECT {table.column_list} FROM {table.name} ORDER BY rowid")
+            cursor = conn.execute(
+                f"SELECT {table.column_list} FROM {table.name} ORDER BY {table.order_on_sqlite}"
+            )
             while batch := cursor.fetchmany(size):
                 yield batch
         except sqlite3.Error as error:

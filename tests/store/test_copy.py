@@ -39,7 +39,7 @@ def dump(target: Path | str) -> dict[str, list[tuple[Any, ...]]]:
                 continue
             got = rows(
                 target,
-                f"SELECT {table.column_list} FROM {table.name} ORDER BY {table.pg_order}",
+                f"SELECT {table.column_list} FROM {table.name} ORDER BY {table.order}",
             )
         else:
             path = Path(target)
@@ -319,7 +319,7 @@ def _fill(path: Path, messages: list[tuple[Any, ...]], board: list[tuple[Any, ..
                     n + 1,
                     sender,
                     name,
-                    f"2026-01-01T00:00:{n:02}Z",
+                    name,  # created_at: the order both engines read in
                     topic,
                     stamp,
                     body,

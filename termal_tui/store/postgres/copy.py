@@ -133,7 +133,7 @@ class PgSide:
             self._conn.cursor(name=name) as cursor,
         ):
             await cursor.execute(
-                f"SELECT {table.column_list} FROM {table.name} ORDER BY {table.pg_order}".encode()
+                f"SELECT {table.column_list} FROM {table.name} ORDER BY {table.order}".encode()
             )
             while batch := await cursor.fetchmany(size):
                 yield batch
@@ -218,6 +218,11 @@ class PgDestination:
         self.shown = redact(url)
 
     def text_refusal(self, table: Table, row: tuple[Any, ...]) -> str | None:
+        for value in row:
+            if type(value) is str and "\x00" in value:
+                break
+        else:
+            return None
         for (name, _kind), value in zip(table.columns, row, strict=True):
             if type(value) is str and "\x00" in value:
                 return (
