@@ -92,11 +92,15 @@ def summary(report: CopyReport) -> str:
             f"{report.source} ({report.rows:,} rows); nothing was changed"
         )
     else:
-        registry = " and the session registry" if "registry" in report.groups else ""
+        what = {
+            ("coordination",): "the coordination tables",
+            ("registry",): "the session registry (the coordination tables were up to date)",
+            ("coordination", "registry"): "the coordination tables and the session registry",
+        }[report.copied]
         head = (
-            f"copied {report.source} to {report.destination}: {report.rows:,} rows of the "
-            f"coordination tables{registry} in one transaction, verified row for row "
-            f"(counts and digests) in {report.seconds:.1f} s"
+            f"copied {report.source} to {report.destination}: {report.rows:,} rows of "
+            f"{what}, in one transaction, verified row for row (counts and digests) in "
+            f"{report.seconds:.1f} s"
         )
     width = max(len(table.name) for table in tables)
     lines = [head, *(f"  {t.name:<{width}}  {t.rows:>9,}" for t in tables)]

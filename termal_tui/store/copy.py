@@ -325,13 +325,15 @@ class TableCount:
 
 @dataclass
 class CopyReport:
-    """What ``copy_database`` did: ``outcome`` is ``copied`` or ``up to date``."""
+    """What ``copy_database`` did: ``outcome`` is ``copied`` (``copied``: the groups it
+    wrote) or ``up to date``; ``tables``: the rows of each table the destination holds."""
 
     source: str
     destination: str
     outcome: str
     tables: list[TableCount] = field(default_factory=list)
     groups: tuple[str, ...] = ()
+    copied: tuple[str, ...] = ()
     seconds: float = 0.0
 
     @property
@@ -380,50 +382,77 @@ async def copy_database(
 ) -> CopyReport:
     """Copy ``source`` into ``destination`` (see the module's docstring). Raises
     ConflictError when the destination holds other data, ValidationError when a row
-    cannot be stored exactly there, StorageError when the copy read back differs."""
+    cannot be stored exactly there, StorageError when the copy read back differs.
+
+    Each group (the coordination tables, the registry) is decided on its own: copied
+    when the destination's tables of it are all empty, left when they hold exactly the
+    source's rows; so a copy whose second part (a file's registry, a second file) failed
+    is completed by running it again."""
     started = time.monotonic()
     async with source.reading() as reading:
         groups = await source.groups(reading)
-        tables = [table for table in TABLES if table.group in groups]
-        data = [table for table in tables if table is not META]
+        counts: dict[str, int] = {}
+        pending: list[str] = []
         async with destination.reading(groups) as existing:
-            counts = {table.name: await existing.count(table) for table in data}
-            if any(counts.values()):
-                await _same_or_refuse(
-                    reading, existing, source, destination, data, counts, batch_rows
-                )
-                report = CopyReport(source.shown, destination.shown, "up to date", groups=groups)
-                meta = TableCount(META.name, COORDINATION, await existing.count(META))
-                report.tables = [meta, *(TableCount(t.name, t.group, counts[t.name]) for t in data)]
-                report.seconds = time.monotonic() - started
-                return report
-        report = CopyReport(source.shown, destination.shown, "copied", groups=groups)
-        copied: dict[str, Digest] = {}
-        source_meta: dict[str, str] = {}
-        async with destination.writing(groups) as writing:
-            for table in tables:
-                copied[table.name] = digest = Digest()
-                result = TableCount(table.name, table.group, 0)
-                async with contextlib.aclosing(reading.batches(table, batch_rows)) as batches:
-                    async for batch in batches:
-                        _refuse_text(source, destination, table, batch)
-                        if table is META:
-                            source_meta.update((str(k), str(v)) for k, v in batch)
-                            await writing.put_meta(batch)
-                        else:
-                            await writing.insert(table, batch)
-                        digest.add(batch)
-                        result.batches += 1
-                        result.largest_batch = max(result.largest_batch, len(batch))
-                result.rows = digest.rows
-                report.tables.append(result)
-            # Read back inside the transaction: a difference commits nothing.
-            await _verify(writing, destination, copied, source_meta, data, batch_rows)
-    # And once more through a fresh connection, after the commit.
-    async with destination.reading(groups) as committed:
-        await _verify(committed, destination, copied, source_meta, data, batch_rows)
+            for group in groups:
+                data = [t for t in GROUP_TABLES[group] if t is not META]
+                held = {table.name: await existing.count(table) for table in data}
+                counts.update(held)
+                if any(held.values()):
+                    await _same_or_refuse(
+                        reading, existing, source, destination, group, held, batch_rows
+                    )
+                else:
+                    pending.append(group)
+            counts[META.name] = await existing.count(META)
+        report = CopyReport(source.shown, destination.shown, "up to date", groups=groups)
+        report.tables = [
+            TableCount(t.name, t.group, counts[t.name]) for t in TABLES if t.group in groups
+        ]
+        if pending:
+            report.outcome = "copied"
+            report.copied = tuple(pending)
+            await _copy_groups(reading, source, destination, pending, report, batch_rows)
     report.seconds = time.monotonic() - started
     return report
+
+
+async def _copy_groups(
+    reading: Side,
+    source: Source,
+    destination: Destination,
+    groups: Sequence[str],
+    report: CopyReport,
+    batch_rows: int,
+) -> None:
+    tables = [table for table in TABLES if table.group in groups]
+    data = [table for table in tables if table is not META]
+    copied: dict[str, Digest] = {}
+    source_meta: dict[str, str] = {}
+    results = {result.name: result for result in report.tables}
+    async with destination.writing(groups) as writing:
+        for table in tables:
+            copied[table.name] = digest = Digest()
+            result = results[table.name]
+            async with contextlib.aclosing(reading.batches(table, batch_rows)) as batches:
+                async for batch in batches:
+                    _refuse_text(source, destination, table, batch)
+                    if table is META:
+                        source_meta.update((str(k), str(v)) for k, v in batch)
+                        await writing.put_meta(batch)
+                    else:
+                        await writing.insert(table, batch)
+                    digest.add(batch)
+                    result.batches += 1
+                    result.largest_batch = max(result.largest_batch, len(batch))
+            result.rows = digest.rows
+        # Read back inside the transaction: a difference commits nothing.
+        await _verify(writing, destination, copied, source_meta, data, batch_rows)
+    # And once more through a fresh connection, after the commit.
+    async with destination.reading(groups) as committed:
+        meta = await _verify(committed, destination, copied, source_meta, data, batch_rows)
+    if META.name in copied:
+        results[META.name].rows = len(meta)  # the source's, and any marker the bootstrap added
 
 
 def _refuse_text(
@@ -445,7 +474,8 @@ async def _verify(
     source_meta: dict[str, str],
     data: Sequence[Table],
     batch_rows: int,
-) -> None:
+) -> dict[str, str]:
+    """Every copied table as copied; the destination's meta (checked), returned."""
     for table in data:
         written = await _digest(side, table, batch_rows)
         if not written.same(copied[table.name]):
@@ -454,12 +484,14 @@ async def _verify(
                 f"has {_plural(written.rows, 'row')} where "
                 f"{_plural(copied[table.name].rows, 'row')} were copied, or other values"
             )
-    differences = _meta_differences(source_meta, await _meta(side, batch_rows))
+    meta = await _meta(side, batch_rows)
+    differences = _meta_differences(source_meta, meta)
     if differences:
         raise StorageError(
             f"the copy in {destination.shown} does not match its source: meta key "
             f"{differences[0]!r} differs"
         )
+    return meta
 
 
 async def _same_or_refuse(
@@ -467,24 +499,29 @@ async def _same_or_refuse(
     existing: Side,
     source: Source,
     destination: Destination,
-    data: Sequence[Table],
-    counts: dict[str, int],
+    group: str,
+    held: dict[str, int],
     batch_rows: int,
 ) -> None:
-    """A destination that holds rows must hold exactly the source's; else one sentence."""
+    """A destination that holds rows of ``group`` must hold exactly the source's; else one
+    sentence."""
+    what = "other data" if group == COORDINATION else "another session registry"
     refusal = (
-        f"{destination.shown} already holds other data ({_holding(counts)}); db copy never "
+        f"{destination.shown} already holds {what} ({_holding(held)}); db copy never "
         "overwrites a database: give it a new file or an empty PostgreSQL database (or "
         "schema); nothing was changed"
     )
+    data = [table for table in GROUP_TABLES[group] if table is not META]
     for table in data:
-        if await reading.count(table) != counts[table.name]:
+        if await reading.count(table) != held[table.name]:
             raise ConflictError(refusal)
     for table in data:
         if not (await _digest(reading, table, batch_rows)).same(
             await _digest(existing, table, batch_rows)
         ):
             raise ConflictError(refusal)
+    if group != COORDINATION:
+        return
     differences = _meta_differences(
         await _meta(reading, batch_rows), await _meta(existing, batch_rows)
     )

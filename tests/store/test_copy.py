@@ -371,3 +371,59 @@ async def test_generated_content_survives_both_directions_or_is_refused(pg_serve
         await copy(source, twin)  # a file carries everything, NUL included
         assert dump(twin) == dump(source)
         assert fingerprint(source) == before
+
+
+async def test_a_copy_that_reads_back_otherwise_commits_nothing(tmp_path, pg_url):
+    """A destination that changes what it is given (here a trigger) fails the read-back:
+    one sentence, and the transaction is rolled back."""
+    from termal_tui.store.errors import StorageError
+
+    source = termal_file(tmp_path, "termal_dbcopy")
+    await _append(pg_url, "k")  # the tables, then emptied, then a trigger on them
+    execute(pg_url, "DELETE FROM mailbox_messages")
+    execute(pg_url, "DELETE FROM mailbox_participants")
+    execute(pg_url, "DELETE FROM mailboxes")
+    execute(
+        pg_url,
+        "CREATE FUNCTION bump() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN NEW.body := NEW.body || '!'; RETURN NEW; END $$",
+    )
+    execute(
+        pg_url,
+        "CREATE TRIGGER bump BEFORE INSERT ON mailbox_messages "
+        "FOR EACH ROW EXECUTE FUNCTION bump()",
+    )
+    with pytest.raises(StorageError) as failed:
+        await copy(source, pg_url)
+    assert str(failed.value).startswith(
+        f"the copy in {pg_url} does not match its source: mailbox_messages has 5 rows"
+    )
+    assert rows(pg_url, "SELECT COUNT(*) FROM mailboxes") == [(0,)]
+    # Not even the board's tables, which the copy's transaction would have made.
+    assert rows(pg_url, "SELECT to_regclass('coordination_board_scopes') IS NULL") == [(True,)]
+
+
+async def test_a_copy_whose_registry_did_not_land_is_completed_by_running_it_again(tmp_path):
+    from termal_tui.agents.registry import Registry
+
+    source = tmp_path / "home" / "coordination.sqlite"
+    registry = Registry.beside(source)
+    registry.add("alice")
+    registry.close()
+    await _append(source, "k")
+    target = tmp_path / "there" / "coordination.sqlite"
+    assert (await copy(source, target)).copied == ("coordination", "registry")
+    beside = target.with_name("termal-tui-sessions.sqlite")
+    beside.unlink()  # as if its transaction had failed after the first committed
+    again = await copy(source, target)
+    assert (again.outcome, again.copied) == ("copied", ("registry",))
+    assert dump(target) == dump(source)
+    assert (await copy(source, target)).outcome == "up to date"
+
+    other = Registry.beside(tmp_path / "elsewhere" / "coordination.sqlite")
+    other.add("zed")
+    other.close()
+    taken = tmp_path / "elsewhere" / "coordination.sqlite"
+    with pytest.raises(ConflictError, match="already holds another session registry"):
+        await copy(source, taken)
+    assert not taken.exists()  # nothing was created either
