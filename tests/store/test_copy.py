@@ -427,3 +427,19 @@ async def test_a_copy_whose_registry_did_not_land_is_completed_by_running_it_aga
     with pytest.raises(ConflictError, match="already holds another session registry"):
         await copy(source, taken)
     assert not taken.exists()  # nothing was created either
+
+
+async def test_a_role_with_only_select_can_be_the_source(tmp_path, pg_url, pg_server):
+    await copy(termal_file(tmp_path, "termal_board_ours"), pg_url)
+    schema = pg_url.rsplit("%3D", 1)[1]
+    role = f"copier_{schema}"
+    for statement in (
+        f"CREATE ROLE {role} LOGIN",
+        f"GRANT USAGE ON SCHEMA {schema} TO {role}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}",
+    ):
+        pg_server.execute(statement, "tests")
+    url = pg_server.url("tests", user=role) + f"?options=-csearch_path%3D{schema}"
+    out = tmp_path / "out" / "coordination.sqlite"
+    assert (await copy(url, out)).outcome == "copied"
+    assert dump(out) == dump(pg_url)
