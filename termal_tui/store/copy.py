@@ -795,8 +795,9 @@ class SqliteDestination:
                 for table in DATA_TABLES:
                     if table.group in groups and await side.count(table):
                         raise ConflictError(
-                            f"{self.shown} gained rows in {table.name} while the copy began; "
-                            "nothing was changed"
+                            f"{self.shown} gained rows in {table.name} as the copy began "
+                            "(another writer, or TermAl's legacy import from a termal.sqlite "
+                            "beside it); nothing was copied"
                         )
                 yield side
         except BaseException:

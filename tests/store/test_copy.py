@@ -443,3 +443,16 @@ async def test_a_role_with_only_select_can_be_the_source(tmp_path, pg_url, pg_se
     out = tmp_path / "out" / "coordination.sqlite"
     assert (await copy(url, out)).outcome == "copied"
     assert dump(out) == dump(pg_url)
+
+
+async def test_a_new_file_beside_termals_legacy_state_is_refused_and_removed(tmp_path, pg_url):
+    """The writer's bootstrap imports a legacy termal.sqlite beside a new file (as TermAl's
+    boot does): rows the copy did not bring are other data, and the new file goes again."""
+    await copy(termal_file(tmp_path, "termal_board"), pg_url)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    legacy = FIXTURES / "termal_legacy_import" / "legacy-source.sqlite"
+    (state / "termal.sqlite").write_bytes(legacy.read_bytes())
+    with pytest.raises(ConflictError, match="legacy import from a termal.sqlite"):
+        await copy(pg_url, state / "coordination.sqlite")
+    assert sorted(p.name for p in state.iterdir()) == ["termal.sqlite"]
