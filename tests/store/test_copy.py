@@ -453,6 +453,6 @@ async def test_a_new_file_beside_termals_legacy_state_is_refused_and_removed(tmp
     state.mkdir(mode=0o700)
     legacy = FIXTURES / "termal_legacy_import" / "legacy-source.sqlite"
     (state / "termal.sqlite").write_bytes(legacy.read_bytes())
-    with pytest.raises(ConflictError, match="legacy import from a termal.sqlite"):
+    with pytest.raises(ConflictError, match=r"legacy import from a termal\.sqlite"):
         await copy(pg_url, state / "coordination.sqlite")
     assert sorted(p.name for p in state.iterdir()) == ["termal.sqlite"]
