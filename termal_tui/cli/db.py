@@ -97,8 +97,9 @@ def summary(report: CopyReport) -> str:
             ("registry",): "the session registry (the coordination tables were up to date)",
             ("coordination", "registry"): "the coordination tables and the session registry",
         }[report.copied]
+        rows = sum(t.rows for t in report.tables if t.group in report.copied)
         head = (
-            f"copied {report.source} to {report.destination}: {report.rows:,} rows of "
+            f"copied {report.source} to {report.destination}: {rows:,} rows of "
             f"{what}, in one transaction, verified row for row (counts and digests) in "
             f"{report.seconds:.1f} s"
         )

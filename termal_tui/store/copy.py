@@ -402,7 +402,7 @@ async def copy_database(
                     await _same_or_refuse(
                         reading, existing, source, destination, group, held, batch_rows
                     )
-                else:
+                elif not await _nothing_to_add(reading, existing, group, data, batch_rows):
                     pending.append(group)
             counts[META.name] = await existing.count(META)
         report = CopyReport(source.shown, destination.shown, "up to date", groups=groups)
@@ -492,6 +492,20 @@ async def _verify(
             f"{differences[0]!r} differs"
         )
     return meta
+
+
+async def _nothing_to_add(
+    reading: Side, existing: Side, group: str, data: Sequence[Table], batch_rows: int
+) -> bool:
+    """An empty group at both ends (and, for the coordination tables, the source's meta
+    already there): nothing to copy."""
+    for table in data:
+        if await reading.count(table):
+            return False
+    if group != COORDINATION:
+        return True
+    source_meta = await _meta(reading, batch_rows)
+    return not _meta_differences(source_meta, await _meta(existing, batch_rows))
 
 
 async def _same_or_refuse(

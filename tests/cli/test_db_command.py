@@ -149,3 +149,23 @@ def test_usage(tmp_path, argv):
     done = _cli(tmp_path, *argv)
     assert done.returncode == EXIT_USAGE
     assert "usage: termal-tui db" in done.stderr
+
+
+def test_the_registry_moves_and_the_summary_says_so(tmp_path):
+    source = str(tmp_path / "home" / "coordination.sqlite")
+    for name in ("alice", "bob"):
+        assert _cli(tmp_path, "session", "add", name, "--db", source).returncode == 0
+    sent = _cli(tmp_path, "send", "--as", "alice", "--db", source, "bob", "hello")
+    assert sent.returncode == 0, sent.stderr
+    there = tmp_path / "there" / "coordination.sqlite"
+    done = _cli(tmp_path, "db", "copy", source, str(there))
+    assert done.returncode == 0, done.stderr
+    assert "of the coordination tables and the session registry, in one" in done.stdout
+    assert "  sessions " in done.stdout
+    (there.with_name("termal-tui-sessions.sqlite")).unlink()
+    again = _cli(tmp_path, "db", "copy", source, str(there))
+    assert again.returncode == 0, again.stderr
+    assert ": 2 rows of the session registry (the coordination tables were up to date)" in (
+        again.stdout
+    )
+    assert "is already up to date" in _cli(tmp_path, "db", "copy", source, str(there)).stdout

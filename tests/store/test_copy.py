@@ -456,3 +456,14 @@ async def test_a_new_file_beside_termals_legacy_state_is_refused_and_removed(tmp
     with pytest.raises(ConflictError, match=r"legacy import from a termal\.sqlite"):
         await copy(pg_url, state / "coordination.sqlite")
     assert sorted(p.name for p in state.iterdir()) == ["termal.sqlite"]
+
+
+async def test_an_empty_database_copied_again_is_up_to_date(tmp_path, pg_url):
+    source = tmp_path / "empty" / "coordination.sqlite"
+    async with open_writer(source):
+        pass
+    assert (await copy(source, pg_url)).outcome == "copied"
+    assert (await copy(source, pg_url)).outcome == "up to date"
+    back = tmp_path / "back" / "coordination.sqlite"
+    assert (await copy(pg_url, back)).outcome == "copied"
+    assert (await copy(pg_url, back)).outcome == "up to date"
