@@ -36,6 +36,7 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     "mcp": ("mcp", "serve one agent TermAl's mailbox tools over stdio MCP"),
     "serve": ("serve", "serve every session's tools over MCP streamable HTTP (a hub)"),
     "setup": ("setup", "connect Claude Code or Codex to a session (--check: is it set up?)"),
+    "db": ("db", "db copy: a coordination database between SQLite and PostgreSQL"),
 }
 
 DESCRIPTION = """\

@@ -65,7 +65,7 @@ def test_root_help_lists_every_command_once_with_the_exit_codes_and_fits_80_colu
 @pytest.mark.parametrize("command", sorted(set(COMMANDS)))
 def test_every_command_has_help_with_the_table_and_db(command):
     env = dict(os.environ, COLUMNS="80", NO_COLOR="1", TERM="dumb")
-    argv = [command, "add"] if command == "session" else [command]
+    argv = {"session": [command, "add"], "db": [command, "copy"]}.get(command, [command])
     done = subprocess.run(
         [sys.executable, "-m", "termal_tui", *argv, "--help"],
         capture_output=True,
@@ -73,7 +73,10 @@ def test_every_command_has_help_with_the_table_and_db(command):
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert "--db" in done.stdout
+    if command == "db":  # two databases: SRC and DST, each a path or a URL
+        assert "SRC" in done.stdout and "DST" in done.stdout
+    else:
+        assert "--db" in done.stdout
     assert "2  usage: the command line is wrong" in done.stdout
     assert max(map(len, done.stdout.splitlines())) <= 80
 
@@ -93,6 +96,9 @@ USAGE_ERRORS = [
     ["wake"],
     ["hook", "lunch", "--session", "a"],
     ["mcp"],
+    ["db"],
+    ["db", "copy", "a.sqlite"],
+    ["db", "copy", "a.sqlite", "a.sqlite"],
     ["doctor", "a.sqlite", "--db", "b.sqlite"],
     ["--demo", "--db", "x.sqlite"],
 ]
