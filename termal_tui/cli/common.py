@@ -8,6 +8,7 @@ Nothing here imports the store, textual or rich at module level: hooks start thr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -92,10 +93,25 @@ def guarded(run: Callable[[], int]) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as error:
         known = isinstance(error, CommandError | TermalError)
         text = str(error) if known else f"unexpected failure ({type(error).__name__}: {error})"
         return fail(text, exit_code_for(error))
+
+
+EXIT_PIPE = 128 + 13  # as a process killed by SIGPIPE, which a shell's pipefail knows
+
+
+def _reader_gone() -> int:
+    """Whoever read our output closed it (``| head``): stop quietly, as ``cat`` does. The
+    rest of what would have been written goes nowhere, so the interpreter's last flush
+    does not complain either. What the command did stands; only its output is lost."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_PIPE
 
 
 # ------------------------------------------------------------------ parsers

@@ -185,3 +185,25 @@ def test_termal_home_that_looks_like_a_url_is_refused(tmp_path):
     )
     assert done.returncode == 2 and "$TERMAL_HOME is a postgresql:// URL" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["session", "list"], ["session", "list", "--json"]])
+def test_a_reader_that_closes_our_output_ends_it_quietly(tmp_path, argv):
+    """``termal-tui … | head``: the pipe's reader is gone before we write. No traceback,
+    no "unexpected failure", the code a shell's pipefail knows (SIGPIPE's)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "termal_tui", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TERMAL_HOME": str(tmp_path)},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == ""
+    assert done.returncode == 141
