@@ -58,7 +58,8 @@ exit codes (every command):
   6  outcome unknown: run the exact same command again
   7  storage or internal failure (disk full, I/O, permissions)
   8  invalid: the request was refused, or the file is not ours
-130  interrupted"""
+130  interrupted
+141  the reader of the output closed it (| head); what was done stands"""
 
 
 class CommandError(Exception):
