@@ -375,7 +375,7 @@ class PgMailboxWriter:
             if row[0] is not None:
                 return str(row[0])
             alive = await self._db.run(
-                lambda conn: finalizer_alive(conn, message_id), "reading a mailbox row"
+                lambda conn: finalizer_alive(conn, message_id), "reading a mailbox row", single=True
             )
             if not alive:
                 again = await self._read_one(
@@ -387,7 +387,9 @@ class PgMailboxWriter:
             await asyncio.sleep(min(rules.FINALIZER_POLL_SECONDS, max(0.0, give_up - loop.time())))
 
     async def _read_one(self, sql: str, params: Any) -> Any:
-        return await self._db.run(lambda conn: one(conn, sql, params), "reading a mailbox row")
+        return await self._db.run(
+            lambda conn: one(conn, sql, params), "reading a mailbox row", single=True
+        )
 
     async def _lock_mailbox(self, conn: Conn, key: str, now: str) -> tuple[str, int]:
         """The mailbox of ``key`` and its next sequence, created if missing, locked until
@@ -547,7 +549,9 @@ class PgMailboxWriter:
     ) -> list[UnreadWakeup]:
         params = {"s": session_id, "ctl": CONTROL_TOPIC, "boot": boot, "queued": queued}
         rows = await self._db.run(
-            lambda conn: every(conn, _wakeups_sql(boot), params), "reading mailbox wakeups"
+            lambda conn: every(conn, _wakeups_sql(boot), params),
+            "reading mailbox wakeups",
+            single=True,
         )
         return wakeups_from(rows)
 
@@ -595,7 +599,9 @@ class PgMailboxWriter:
 
     async def data_version(self) -> int:
         """Moves whenever anything commits (:func:`queries.data_version`)."""
-        return await self._db.run(queries.data_version, "reading the database's version")
+        return await self._db.run(
+            queries.data_version, "reading the database's version", single=True
+        )
 
     def watch_mail(self, session_id: str, on_mail: Callable[[], None]) -> MailSubscription:
         """``on_mail()`` whenever a message to ``session_id`` commits, through any hub
