@@ -66,6 +66,7 @@ from termal_tui.agents.hub_http import (
     BodyLimit,
     Front,
     RateLimit,
+    RegistryBusy,
     caller_of,
     is_loopback,
     json_error,
@@ -85,6 +86,7 @@ from termal_tui.errors import error_document, http_status_of
 from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.models import UnreadWakeup
 from termal_tui.store.board.writer import BoardWriter, open_board_writer
+from termal_tui.store.errors import RetryableError
 from termal_tui.store.writer import MailboxWriter, open_writer
 
 logger = logging.getLogger("termal_tui.hub")
@@ -153,7 +155,9 @@ class RegistryTokenVerifier:
                 session = self.registry.at_once(lambda: self.registry.session_for_token(token))
             except WouldWait:
                 session = await asyncio.to_thread(self.registry.session_for_token, token)
-        except Exception:  # a busy or failing registry lets nobody in
+        except RetryableError as error:  # busy, or the database cannot be reached: 503
+            raise RegistryBusy(str(error).rstrip(".")) from None
+        except Exception:  # a failing registry lets nobody in
             logger.exception("token check failed")
             return None
         if session is None:

@@ -18,6 +18,7 @@ import pytest
 
 from termal_tui.agents import tools as tools_module
 from termal_tui.agents.hub import HubOptions, RegistryTokenVerifier
+from termal_tui.agents.hub_http import RegistryBusy
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, ToolError, WakeTiming
 from termal_tui.agents.wake import ChannelWatcher
@@ -194,6 +195,34 @@ async def test_a_token_issued_through_one_hub_is_verified_by_every_hub(pg_url: s
         assert await RegistryTokenVerifier(registry).verify_token(token) is None
     for registry in registries:
         registry.close()
+
+
+async def test_a_token_that_cannot_be_checked_is_busy_not_refused(pg_server: Any, pg_url: str):
+    gate = PgGate(pg_server.port)
+    gated = gate.url(pg_url, await gate.start())
+    direct = Registry.beside(pg_url)
+    direct.add("bob")
+    _, token = direct.issue_token("bob")
+    direct.close()
+    # The hub's registry through the gate (its reads run in worker threads: the gate
+    # relays on this loop).
+    registry = Registry.beside(gated, busy_timeout=1.0)
+    verifier = RegistryTokenVerifier(registry)
+    try:
+        assert (await verifier.verify_token(token)) is not None
+        gate.shut()
+        with pytest.raises(RegistryBusy, match="busy"):  # the hub's 503, retry-safe
+            await verifier.verify_token(token)
+        gate.reopen()
+        found = None
+        for _attempt in range(5):  # the lost connection answers busy once, then a new one
+            with contextlib.suppress(RegistryBusy):
+                found = await verifier.verify_token(token)
+                break
+        assert found is not None
+    finally:
+        registry.close()
+        await gate.close()
 
 
 async def test_with_the_server_unreachable_calls_are_busy_then_recover_by_themselves(
