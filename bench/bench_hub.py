@@ -81,7 +81,7 @@ async def over_stdio(
 
 
 @contextlib.contextmanager
-def hub(db: Path, log: Path, *, own_session: bool = True) -> Any:
+def hub(db: Path, log: Path, *, own_session: bool = True, extra: tuple[str, ...] = ()) -> Any:
     """A hub on ``db``; yields its URL and pid. ``own_session``: started in a session of
     its own, as a hub runs (a service, or its own terminal) and as the SDK starts every
     stdio server (``start_new_session``). With Linux's autogroup scheduling each session
@@ -90,7 +90,7 @@ def hub(db: Path, log: Path, *, own_session: bool = True) -> Any:
     out = log.open("wb")
     process = subprocess.Popen(
         [EXE, "serve", "--db", str(db), "--port", "0", "--rate", "1000000", "--burst",
-         "1000000", "--log-level", "warning", "--request-log-level", "debug"],
+         "1000000", "--log-level", "warning", "--request-log-level", "debug", *extra],
         stdout=out, stderr=out, start_new_session=own_session,
     )  # fmt: skip
     try:

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import queue
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from termal_tui.agents.registry import Registry
 from termal_tui.store.writer import open_writer
 from tests.pg_server import start_server
 
+KEEP_OPEN = ("--keep-alive", "3600", "--session-idle", "3600")
 BENCH_PG_SETTINGS = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "off"}
 
 
@@ -157,7 +159,13 @@ def run_cell(
     cpu_before = cpu_seconds(hub_pids), cpu_seconds(db_pids)
     started = time.perf_counter()
     go.set()
-    results = [out.get(timeout=1800) for _ in processes]
+    results = []
+    while len(results) < len(processes):
+        with contextlib.suppress(queue.Empty):
+            results.append(out.get(timeout=1))
+            continue
+        if any(p.exitcode not in (None, 0) for p in processes):
+            raise RuntimeError("an agents' process failed (its traceback is above)")
     elapsed = time.perf_counter() - started
     db_pids |= postgres_pids(pg_data) if pg_data is not None else set()
     hub_cpu = cpu_seconds(hub_pids) - cpu_before[0]
@@ -186,7 +194,8 @@ def run_cell(
 def hubs_for(targets: list[Path | str], tmp: Path, label: str) -> Iterator[list[tuple[str, int]]]:
     with contextlib.ExitStack() as stack:
         yield [
-            stack.enter_context(hub(target, tmp / f"{label}-{n}.log"))  # type: ignore[arg-type]
+            # Agents wait idle while the others connect: keep their connections open.
+            stack.enter_context(hub(target, tmp / f"{label}-{n}.log", extra=KEEP_OPEN))  # type: ignore[arg-type]
             for n, target in enumerate(targets)
         ]
 

@@ -266,15 +266,10 @@ class PgRegistryDatabase:
                         empty.close()
                     return
                 if not write:
-                    # One round trip to begin (not BEGIN, then SET TRANSACTION READ ONLY).
-                    conn.execute(b"BEGIN READ ONLY")
-                    try:
-                        yield PgRegistryConnection(conn)
-                    except BaseException:
-                        if not conn.broken and not conn.closed:
-                            conn.execute(b"ROLLBACK")
-                        raise
-                    conn.execute(b"COMMIT")
+                    # A read is one or two SELECTs (a session, then who holds its channel),
+                    # each atomic by itself: no BEGIN and COMMIT around them (two round
+                    # trips fewer on every token check and revalidation of a hub's call).
+                    yield PgRegistryConnection(conn)
                     return
                 with conn.transaction():
                     if exclusive:
