@@ -74,6 +74,7 @@ class PgServer:
     port: int
     prefix: list[str]
     _names: Iterator[int] = field(default_factory=itertools.count)
+    options: str = ""  # the server's command-line settings, for start()
 
     @property
     def socket_dir(self) -> Path:
@@ -122,6 +123,24 @@ class PgServer:
             check=True,
         )
 
+    def halt(self) -> None:
+        """Stop the server (every session ends; new connections are refused), keeping its
+        data for :meth:`start` (the benches' "PostgreSQL restarted under load")."""
+        subprocess.run(
+            [*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.directory / "data"),
+             "-m", "fast", "-w", "stop"],
+            capture_output=True, check=True,
+        )  # fmt: skip
+
+    def start(self) -> None:
+        """Start a halted server again, on the same port with the same settings."""
+        subprocess.run(
+            [*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.directory / "data"),
+             "-l", str(self.directory / "log"), "-o", f"-p {self.port} {self.options}",
+             "-w", "-t", "60", "start"],
+            capture_output=True, check=True,
+        )  # fmt: skip
+
     def stop(self) -> None:
         subprocess.run(
             [
@@ -140,8 +159,9 @@ class PgServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_server() -> PgServer:
-    """initdb in a new temporary directory and start the server (RuntimeError: why not)."""
+def start_server(overrides: dict[str, str] | None = None) -> PgServer:
+    """initdb in a new temporary directory and start the server (RuntimeError: why not).
+    ``overrides``: settings in place of the tests' (the benches ask for fsync)."""
     bindir = find_binaries()
     prefix, uid, gid = _run_as()
     directory = Path(tempfile.mkdtemp(prefix="termal-pg-"))
@@ -184,7 +204,7 @@ def start_server() -> PgServer:
         "checkpoint_timeout": "30min",
         "jit": "off",
         "log_min_messages": "warning",
-    }
+    } | (overrides or {})
     last = ""
     for _attempt in range(5):  # a free port can be taken between the probe and the bind
         port = _free_port()
@@ -209,7 +229,7 @@ def start_server() -> PgServer:
             check=False,
         )
         if started.returncode == 0:
-            return PgServer(directory, bindir, port, prefix)
+            return PgServer(directory, bindir, port, prefix, options=options)
         last = (
             (directory / "log").read_text(errors="replace")[-500:]
             if (directory / "log").exists()

@@ -1,9 +1,12 @@
-"""``termal-tui serve``: every session's tools over MCP streamable HTTP — one hub, one file.
+"""``termal-tui serve``: every session's tools over MCP streamable HTTP.
 
-The coordination database stays TermAl's file on one host; agents on other machines
-reach it through this server (the official SDK's streamable HTTP transport at ``/mcp``,
-on the uvicorn/starlette it brings). The same six mailbox and three board tools as
-``termal-tui mcp``, with these differences:
+The coordination database is TermAl's file on one host (one hub), or a PostgreSQL
+database that any number of hubs share (every one of them reads and writes the same
+mailboxes and registry: a token works on each, and a message sent through one wakes an
+agent listening through another, by a notification sent in its committing transaction).
+Agents on other machines reach it through this server (the official SDK's streamable
+HTTP transport at ``/mcp``, on the uvicorn/starlette it brings). The same six mailbox
+and three board tools as ``termal-tui mcp``, with these differences:
 
 * **Identity is the bearer token.** ``termal-tui session token NAME`` mints one per
   session (the registry keeps only its hash). Every request is verified against the
@@ -63,6 +66,7 @@ from termal_tui.agents.hub_http import (
     BodyLimit,
     Front,
     RateLimit,
+    RegistryBusy,
     caller_of,
     is_loopback,
     json_error,
@@ -82,6 +86,7 @@ from termal_tui.errors import error_document, http_status_of
 from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.models import UnreadWakeup
 from termal_tui.store.board.writer import BoardWriter, open_board_writer
+from termal_tui.store.errors import RetryableError
 from termal_tui.store.writer import MailboxWriter, open_writer
 
 logger = logging.getLogger("termal_tui.hub")
@@ -111,7 +116,7 @@ class HubLimits:
 
 @dataclass(frozen=True)
 class HubOptions:
-    db_path: Path
+    db_path: Path | str  # TermAl's SQLite file, or a postgresql:// URL
     host: str = "127.0.0.1"
     port: int = 8765
     certfile: Path | None = None
@@ -121,6 +126,17 @@ class HubOptions:
     limits: HubLimits = field(default_factory=HubLimits)
     busy_timeout: float = BUSY_TIMEOUT_MS / 1000
     interval: float = 0.2  # the channel watchers' poll
+    # Where TermAl's project list is read (the database's directory; the local state
+    # directory when the database is a URL).
+    state_path: Path | None = None
+
+    @property
+    def local_path(self) -> Path | str:
+        return self.state_path if self.state_path is not None else self.db_path
+
+    @property
+    def on_postgres(self) -> bool:
+        return isinstance(self.db_path, str)
 
 
 # ------------------------------------------------------------------ identity
@@ -141,7 +157,9 @@ class RegistryTokenVerifier:
                 session = self.registry.at_once(lambda: self.registry.session_for_token(token))
             except WouldWait:
                 session = await asyncio.to_thread(self.registry.session_for_token, token)
-        except Exception:  # a busy or failing registry lets nobody in
+        except RetryableError as error:  # busy, or the database cannot be reached: 503
+            raise RegistryBusy(str(error).rstrip(".")) from None
+        except Exception:  # a failing registry lets nobody in
             logger.exception("token check failed")
             return None
         if session is None:
@@ -206,7 +224,7 @@ class Hub:
         if board is None:
             assert self.board_writer is not None
             board = BoardTools(
-                self.board_writer, self.registry, session_id, db_path=self.options.db_path
+                self.board_writer, self.registry, session_id, db_path=self.options.local_path
             )
             self._boards[session_id] = board
         return board
@@ -381,6 +399,11 @@ class Hub:
             return json_error(
                 401, "invalid_token", "Authentication required",
                 {"www-authenticate": 'Bearer error="invalid_token"'},
+            )  # fmt: skip
+        if self.options.on_postgres:
+            return json_error(
+                501, "not_implemented",
+                "the health report (doctor) is not yet available on PostgreSQL", {},
             )  # fmt: skip
         from termal_tui.health import Thresholds, health_report
         from termal_tui.store.reader import open_reader

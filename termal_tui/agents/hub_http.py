@@ -90,6 +90,11 @@ def header(scope: Scope, name: str) -> str | None:
     return next((v.decode("latin-1") for k, v in scope["headers"] if k == key), None)
 
 
+class RegistryBusy(Exception):
+    """A token could not be checked: the session registry is busy or cannot be reached
+    (the token verifier raises it; :class:`Front` answers 503, retry-safe)."""
+
+
 def json_error(status: int, error: str, description: str, headers: dict[str, str]) -> Response:
     return JSONResponse(
         {"error": error, "error_description": description}, status_code=status, headers=headers
@@ -296,7 +301,17 @@ class Front:
             hub.inflight -= 1
 
     async def _authenticated(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = await self.backend.authenticate(HTTPConnection(scope))
+        try:
+            found = await self.backend.authenticate(HTTPConnection(scope))
+        except RegistryBusy as busy:
+            # The token could not be checked (the registry's database is busy or cannot
+            # be reached): not a refusal of the token, a retryable moment.
+            response = json_error(
+                503, "busy", f"{busy}; nothing was done: retry the same request",
+                {"retry-after": "1"},
+            )  # fmt: skip
+            await response(scope, receive, send)
+            return
         if found is None:
             scope["auth"], scope["user"] = AuthCredentials(), UnauthenticatedUser()
             await self._route(scope, receive, send)

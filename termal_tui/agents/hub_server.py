@@ -456,11 +456,12 @@ def hub_url(options: HubOptions, sock: socket.socket) -> str:
 def exposure_lines(options: HubOptions, registry: Registry) -> list[str]:
     """What a non-loopback hub exposes, said before it starts."""
     holders = registry.token_holders()
+    database = registry.shown if options.on_postgres else options.db_path  # no password
     names = [s.name for s in registry.sessions() if s.id in holders]
     shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
     return [
         f"termal-tui serve: listening on {options.host}:{options.port}, beyond this machine.",
-        f"  It exposes the mailbox and board tools of {options.db_path} to anyone who can "
+        f"  It exposes the mailbox and board tools of {database} to anyone who can "
         "reach that address and holds a session token.",
         f"  Sessions with a token: {shown or 'none yet (termal-tui session token NAME)'}.",
         "  Tokens are sent in clear text unless you use --certfile/--keyfile or a TLS "

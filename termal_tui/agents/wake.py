@@ -16,7 +16,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from termal_tui.agents.nudge import nudge_address
 from termal_tui.agents.prompts import wake_prompt
@@ -27,6 +27,9 @@ from termal_tui.notifiers import Listener
 from termal_tui.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.writer import MailboxWriter
+
+if TYPE_CHECKING:
+    from termal_tui.store.postgres.notify import MailSubscription
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -120,6 +123,10 @@ class ChannelWatcher:
     has committed, when the agent engaged with a mailbox, and every ``rescan`` seconds.
     A sender nudges the holder (:func:`nudge`, a datagram on a Linux abstract socket that
     only the holder binds) right after committing, so a wake does not wait for the poll.
+    On PostgreSQL the writer's mail feed (``writer.watch_mail``: a notification sent in
+    the committing transaction, through whichever hub, on whichever host) marks the
+    watcher dirty instead; while that feed listens there is nothing to poll, and while
+    it does not (the server restarting) the watcher polls the database's version.
     Never more than one pending wake per mailbox: after a push, that mailbox is skipped
     until the agent reads or acknowledges it (``engaged``), and a new wake is pushed only
     for a never-woken row above what the agent has already been woken for or read.
@@ -150,6 +157,7 @@ class ChannelWatcher:
     _last_beat: float | None = field(default=None, init=False)
     _last_scan: float = field(default=0.0, init=False)
     _version: int | None = field(default=None, init=False)
+    _feed: MailSubscription | None = field(default=None, init=False)
 
     async def engaged(self, mailbox_id: str, through: int) -> None:
         await asyncio.to_thread(self.registry.mark_engaged, self.session_id, mailbox_id, through)
@@ -232,7 +240,9 @@ class ChannelWatcher:
             self._dirty.clear()
             return
         self._listen()
-        current = await self._quietly(self.writer.data_version())
+        fed = self._feed is not None and self._feed.live
+        # While the feed listens, every commit for this session marks the watcher dirty.
+        current = self._version if fed else await self._quietly(self.writer.data_version())
         if (
             self._boot
             or self._dirty.is_set()
@@ -252,6 +262,8 @@ class ChannelWatcher:
 
     async def run(self) -> None:
         try:
+            # Subscribed before the first pass: no commit falls between the two.
+            self._feed = self.writer.watch_mail(self.session_id, self._dirty.set)
             await self.start()
             while True:
                 await self.tick()
@@ -259,6 +271,9 @@ class ChannelWatcher:
                     await asyncio.wait_for(self._dirty.wait(), self.interval)
         finally:
             self._unlisten()
+            feed, self._feed = self._feed, None
+            if feed is not None:
+                feed.close()
             # Synchronous on purpose: this runs while being cancelled.
             if self.listener is not None:
                 with contextlib.suppress(StoreError):

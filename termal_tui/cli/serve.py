@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from termal_tui.cli.agents import busy_timeout, database, registry_for
+from termal_tui.cli.agents import busy_timeout, mailbox_database, registry_for
 from termal_tui.cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -17,6 +17,7 @@ from termal_tui.cli.common import (
     EXIT_USAGE,
     CommandError,
     add_db,
+    local_db_path,
 )
 
 LEVELS = ("debug", "info", "warning", "error")
@@ -28,7 +29,9 @@ def describe(_name: str, _line: str) -> str:
         "streamable HTTP at /mcp. Each session authenticates with its own bearer token "
         "(termal-tui session token NAME); the token decides who the caller is. Loopback "
         "only unless --allow-remote. The viewer needs no network: run it on this host "
-        "(over SSH)."
+        "(over SSH). On a postgresql:// database several hubs serve the same mailboxes: "
+        "a token works on each, and an agent is woken whichever hub the message came "
+        "through."
     )
 
 
@@ -152,8 +155,28 @@ def check_tls(certfile: Path, keyfile: Path) -> None:
         ) from None
 
 
+def open_once(url: str, seconds: float) -> None:
+    """Before serving a PostgreSQL database: connect and ensure its tables once, so a
+    server that cannot be reached (the busy error, exit 5), a role or password it
+    refuses, or a database that is not a coordination database is one sentence here,
+    not a hub that fails to start."""
+    import asyncio
+
+    from termal_tui.store.board.writer import open_board_writer
+    from termal_tui.store.writer import open_writer
+
+    async def probe() -> None:
+        busy_ms = int(seconds * 1000)
+        async with open_writer(url, deadline=seconds, busy_timeout_ms=busy_ms):
+            pass
+        async with open_board_writer(url, deadline=seconds, busy_timeout_ms=busy_ms):
+            pass
+
+    asyncio.run(probe())
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    path = database(args, parser)
+    path = mailbox_database(args, parser)  # TermAl's file, or a postgresql:// URL
     try:
         from termal_tui.agents.hub import HubLimits, HubOptions, is_loopback
         from termal_tui.agents.hub_server import bind, exposure_lines, run_hub
@@ -167,6 +190,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         check_tls(args.certfile, args.keyfile)
     options = HubOptions(
         db_path=path,
+        state_path=path if isinstance(path, Path) else local_db_path(),
         host=args.host,
         port=args.port,
         certfile=args.certfile,
@@ -177,6 +201,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         busy_timeout=busy_timeout(),
     )
     registry = registry_for(path)
+    if not isinstance(path, Path):
+        open_once(path, options.busy_timeout)
     if not is_loopback(args.host):
         if not args.allow_remote:
             raise CommandError(
@@ -194,8 +220,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"cannot listen on {args.host}:{args.port}: {error}", EXIT_FAILED
         ) from None
 
+    shown = path if isinstance(path, Path) else registry.shown  # never a password
+
     def ready(url: str) -> None:
-        print(f"termal-tui serve: {url} (database {path})", file=sys.stderr, flush=True)
+        print(f"termal-tui serve: {url} (database {shown})", file=sys.stderr, flush=True)
 
     run_hub(options, sock, on_ready=ready)
     return EXIT_OK

@@ -67,6 +67,7 @@ from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 if TYPE_CHECKING:
     from termal_tui.review import ReviewResult
+    from termal_tui.store.postgres.notify import MailSubscription
 
 T = TypeVar("T")
 
@@ -497,6 +498,11 @@ class MailboxWriter:
         return await self._call(
             lambda db: int(db.execute("PRAGMA data_version").fetchone()[0]), writing=False
         )
+
+    def watch_mail(self, session_id: str, on_mail: Callable[[], None]) -> MailSubscription | None:
+        """No signal across processes on a file: watchers poll :meth:`data_version` (and
+        senders on this host nudge them). On PostgreSQL a subscription (LISTEN/NOTIFY)."""
+        return None
 
     # --------------------------------------------------------- acknowledge
 

@@ -16,13 +16,16 @@ from starlette.authentication import AuthCredentials
 from starlette.requests import HTTPConnection
 from starlette.types import Message, Receive, Scope, Send
 
-from termal_tui.agents.hub_http import MCP_PATH, Front, caller_of
+from termal_tui.agents.hub_http import MCP_PATH, Front, RegistryBusy, caller_of
 
 
 class Backend:
-    """``Bearer good`` is session-x; anything else is nobody."""
+    """``Bearer good`` is session-x; ``Bearer busy`` cannot be checked (the registry is
+    busy); anything else is nobody."""
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, Any] | None:
+        if conn.headers.get("authorization") == "Bearer busy":
+            raise RegistryBusy("the session registry is busy")
         if conn.headers.get("authorization") != "Bearer good":
             return None
         token = AccessToken(token="good", client_id="session-x", scopes=["mailbox"])
@@ -133,3 +136,15 @@ async def test_a_draining_hub_refuses_new_changes_and_still_answers_reads():
     assert mcp.seen == []
     assert (await request(app, "GET", MCP_PATH, "good"))[0] == 200  # a wake stream
     assert hub.inflight == 0
+
+
+async def test_a_token_that_cannot_be_checked_is_a_retryable_503_not_a_401():
+    hub = SimpleNamespace(draining=False, inflight=0)
+    app, mcp, routes = front(hub, [])
+    for method, path in (("POST", MCP_PATH), ("GET", MCP_PATH), ("POST", "/hook")):
+        status, fields, body = await request(app, method, path, "busy")
+        assert status == 503 and fields["retry-after"] == "1"
+        document = json.loads(body)
+        assert document["error"] == "busy"
+        assert document["error_description"].endswith("nothing was done: retry the same request")
+    assert mcp.seen == [] and routes.seen == [] and hub.inflight == 0

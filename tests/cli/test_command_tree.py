@@ -156,7 +156,7 @@ def test_viewer_threshold_defaults_are_the_health_modules():
         ["postgresql://u@127.0.0.1/db"],
         ["board", "ls", "--as", "a", "--db", "mysql://127.0.0.1/db"],
         ["doctor", "--db", "sqlite://x"],
-        ["serve", "--db", "postgresql://127.0.0.1/db"],
+        ["serve", "--db", "mysql://127.0.0.1/db"],  # serve takes postgresql:// itself
     ],
 )
 def test_a_database_that_looks_like_a_url_is_never_created_as_a_path(tmp_path, argv):

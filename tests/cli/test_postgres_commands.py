@@ -148,7 +148,11 @@ def test_a_malformed_url_is_one_sentence_and_exit_2(tmp_path, url):
 
 @pytest.mark.parametrize(
     "argv",
-    [["send", "--as", "alice", "--db", "{url}", "bob", "hi"], ["session", "list", "--db", "{url}"]],
+    [
+        ["send", "--as", "alice", "--db", "{url}", "bob", "hi"],
+        ["session", "list", "--db", "{url}"],
+        ["serve", "--db", "{url}", "--port", "0"],  # before it listens: nothing served
+    ],
 )
 def test_an_unreachable_server_is_busy_and_hides_the_password(tmp_path, argv):
     url = "postgresql://alice:s3cret@127.0.0.1:1/db"

@@ -39,6 +39,8 @@ from termal_tui.store.urls import redact
 # The registry's advisory lock (transaction-scoped): "termal-reg".
 REGISTRY_LOCK: Final = 0x7465726D616C2D72
 VERSION_KEY: Final = "version"
+# Connections one registry keeps at most (one transaction on each at a time).
+REGISTRY_CONNECTIONS: Final = 4
 
 # Every text column is COLLATE "C" (bytes, as SQLite compares): ordering by created_at and
 # id, and the timestamp comparisons of the wake re-offers, are the file's.
@@ -142,18 +144,35 @@ class PgRegistryDatabase:
     inside one transaction, committed when the block ends; ``exclusive`` also takes the
     registry's advisory lock (the writes that check, then claim)."""
 
-    def __init__(self, url: str, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self, url: str, busy_timeout: float = 5.0, *, connections: int = REGISTRY_CONNECTIONS
+    ) -> None:
         self.url = url
         self.shown = redact(url)
         self._timeout = busy_timeout
-        self._conn: psycopg.Connection[Any] | None = None
+        self._idle: list[psycopg.Connection[Any]] = []  # connections not in a transaction
+        self._slots = threading.BoundedSemaphore(connections)
         self._ready = False  # the tables exist at this version
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards ``_idle``
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            return self._conn
-        self._drop()
+    def _take(self) -> psycopg.Connection[Any]:
+        """An idle connection (a new one if none is idle); the caller holds a slot."""
+        with self._lock:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed and not conn.broken:
+                    return conn
+                conn.close()
+        return self._connect()
+
+    def _give_back(self, conn: psycopg.Connection[Any]) -> None:
+        if conn.closed or conn.broken:
+            conn.close()
+            return
+        with self._lock:
+            self._idle.append(conn)
+
+    def _connect(self) -> psycopg.Connection[Any]:
         try:
             conn = psycopg.connect(
                 self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
@@ -174,12 +193,12 @@ class PgRegistryDatabase:
         except psycopg.Error:
             conn.close()
             raise
-        self._conn = conn
         return conn
 
-    def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
+    def _drop_all(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
 
     def _version(self, conn: psycopg.Connection[Any]) -> int | None:
@@ -228,10 +247,16 @@ class PgRegistryDatabase:
     @contextmanager
     def transaction(self, write: bool, *, exclusive: bool = False) -> Iterator[Db]:
         operation = "writing the session registry" if write else "reading the session registry"
-        with self._lock:
+        # One transaction per connection at a time; a few connections, so the calls of a
+        # hub's many agents do not queue behind one round trip (each waits for a free one
+        # at most the busy timeout).
+        if not self._slots.acquire(timeout=self._timeout):
+            raise RetryableError(BUSY)
+        conn: psycopg.Connection[Any] | None = None
+        try:
             committing = False
             try:
-                conn = self._connection()
+                conn = self._take()
                 if not self._ensure(conn, write):
                     # Nothing registered yet: answer from an empty registry, create nothing.
                     empty = schema.empty()
@@ -240,22 +265,31 @@ class PgRegistryDatabase:
                     finally:
                         empty.close()
                     return
+                if not write:
+                    # A read is one or two SELECTs (a session, then who holds its channel),
+                    # each atomic by itself: no BEGIN and COMMIT around them (two round
+                    # trips fewer on every token check and revalidation of a hub's call).
+                    yield PgRegistryConnection(conn)
+                    return
                 with conn.transaction():
-                    if not write:
-                        conn.execute(b"SET TRANSACTION READ ONLY")
-                    elif exclusive:
+                    if exclusive:
                         conn.execute(b"SELECT pg_advisory_xact_lock(%s)", (REGISTRY_LOCK,))
                     yield PgRegistryConnection(conn)
                     committing = True
             except psycopg.Error as error:
                 if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
-                    self._drop()  # reconnect on the next call
+                    if conn is not None:  # this one is lost: the next call connects anew
+                        conn.close()
+                    self._drop_all()  # the others likely went with it (a restart)
                 mapped = describe_error(self.url, error, operation, committing=committing)
                 if type(mapped) is RetryableError:
                     raise RetryableError(BUSY) from None
                 raise mapped from None
+        finally:
+            if conn is not None:
+                self._give_back(conn)
+            self._slots.release()
 
     def close(self) -> None:
-        with self._lock:
-            self._drop()
-            self._ready = False
+        self._drop_all()
+        self._ready = False

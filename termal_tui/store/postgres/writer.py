@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -72,6 +72,7 @@ from termal_tui.store.lifecycle import (
 from termal_tui.store.postgres import queries
 from termal_tui.store.postgres.connection import PgDatabase, count, every, one
 from termal_tui.store.postgres.finalizers import PgFinalizerClaims, finalizer_alive
+from termal_tui.store.postgres.notify import MailListener, MailSubscription, notify_mail
 from termal_tui.store.postgres.schema import ensure_schema
 from termal_tui.store.urls import redact
 
@@ -220,6 +221,7 @@ class PgMailboxWriter:
         self._admission = WriterAdmission.for_path(self.path)
         self._registered: set[str] = set()
         self._claims = PgFinalizerClaims(url)
+        self._listener: MailListener | None = None
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -373,7 +375,7 @@ class PgMailboxWriter:
             if row[0] is not None:
                 return str(row[0])
             alive = await self._db.run(
-                lambda conn: finalizer_alive(conn, message_id), "reading a mailbox row"
+                lambda conn: finalizer_alive(conn, message_id), "reading a mailbox row", single=True
             )
             if not alive:
                 again = await self._read_one(
@@ -385,7 +387,9 @@ class PgMailboxWriter:
             await asyncio.sleep(min(rules.FINALIZER_POLL_SECONDS, max(0.0, give_up - loop.time())))
 
     async def _read_one(self, sql: str, params: Any) -> Any:
-        return await self._db.run(lambda conn: one(conn, sql, params), "reading a mailbox row")
+        return await self._db.run(
+            lambda conn: one(conn, sql, params), "reading a mailbox row", single=True
+        )
 
     async def _lock_mailbox(self, conn: Conn, key: str, now: str) -> tuple[str, int]:
         """The mailbox of ``key`` and its next sequence, created if missing, locked until
@@ -461,6 +465,8 @@ class PgMailboxWriter:
                 "state": DURABLE_BUT_NOT_WOKEN,
             },
         )
+        # Delivered to every listening hub when (and only if) this transaction commits.
+        await notify_mail(conn, target_session_id)
         return AppendReceipt(
             mailbox_id=mailbox_id,
             message_id=message_id,
@@ -543,7 +549,9 @@ class PgMailboxWriter:
     ) -> list[UnreadWakeup]:
         params = {"s": session_id, "ctl": CONTROL_TOPIC, "boot": boot, "queued": queued}
         rows = await self._db.run(
-            lambda conn: every(conn, _wakeups_sql(boot), params), "reading mailbox wakeups"
+            lambda conn: every(conn, _wakeups_sql(boot), params),
+            "reading mailbox wakeups",
+            single=True,
         )
         return wakeups_from(rows)
 
@@ -591,7 +599,18 @@ class PgMailboxWriter:
 
     async def data_version(self) -> int:
         """Moves whenever anything commits (:func:`queries.data_version`)."""
-        return await self._db.run(queries.data_version, "reading the database's version")
+        return await self._db.run(
+            queries.data_version, "reading the database's version", single=True
+        )
+
+    def watch_mail(self, session_id: str, on_mail: Callable[[], None]) -> MailSubscription:
+        """``on_mail()`` whenever a message to ``session_id`` commits, through any hub
+        on this database (a notification sent in the committing transaction, read by
+        this writer's one listening connection). The subscription is ``live`` while
+        that connection listens; close it when done."""
+        if self._listener is None:
+            self._listener = MailListener(self.url)
+        return self._listener.subscribe(session_id, on_mail)
 
     # --------------------------------------------------------- acknowledge
 
@@ -742,6 +761,8 @@ class PgMailboxWriter:
         for message_id in list(self._registered):
             self.abandon_dispatch(message_id)
         await self._claims.close()
+        if self._listener is not None:
+            await self._listener.close()
         await self._db.close()
 
 
