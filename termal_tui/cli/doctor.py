@@ -79,17 +79,14 @@ def render_server(facts: ServerFacts, shown: str) -> None:
     from termal_tui.sanitize import visible_line
 
     console = Console()
-    standby = " (a standby: read only)" if facts.standby else ""
-    access = "could also write; the viewer and doctor" if facts.can_write else "reads only;"
-    console.print(
-        Text(
-            visible_line(
-                f"PostgreSQL {facts.version}{standby} at {shown}: role {facts.role} "
-                f"{access} read in READ ONLY transactions",
-                300,
-            )
-        )
+    standby = " (a standby)" if facts.standby else ""
+    access = (
+        "may also write (the viewer and doctor never do: READ ONLY transactions)"
+        if facts.can_write
+        else "may only read (all the viewer and doctor need)"
     )
+    line = f"PostgreSQL {facts.version}{standby} at {shown}: role {facts.role} {access}"
+    console.print(Text(visible_line(line, 300)))
     for problem in facts.unreadable:
         console.print(Text(f"✗ {visible_line(problem, 200)}", style="red"))
 

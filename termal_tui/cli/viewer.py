@@ -205,8 +205,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if not waiting:
                 asyncio.run(_validate(path, args.mailbox, args.session))
         except RetryableError as error:
-            # Busy (locked by another process): the viewer opens Stale and keeps trying.
+            # Busy (locked by another process; a server that cannot be reached): the
+            # viewer opens Stale and keeps trying.
             message = visible_line(str(error).rstrip("."), 300)
+            if isinstance(path, str):
+                from termal_tui.store.urls import redact
+
+                message = f"PostgreSQL at {redact(path)} cannot be reached or is busy"
             print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
         from termal_tui.tui.app import make_app
         from termal_tui.viewer_config import load_config

@@ -316,6 +316,13 @@ class LiveSource:
         return self.interval
 
     @property
+    def _retry_seconds(self) -> float:
+        """How soon a busy file, or a server that cannot be reached, is tried again."""
+        if self.url is not None and self.poll_seconds > 0:
+            return self.poll_seconds
+        return RETRY_SECONDS
+
+    @property
     def following(self) -> bool:
         """Changes are followed (not paused, not an immutable snapshot)."""
         return self.interval > 0 and self.status.snapshot is None
@@ -397,10 +404,12 @@ class LiveSource:
         delay: float | None = None
         if (self.following or self.reader is None) and self.interval > 0:
             # Followed, or not open yet (missing, refused): looked at every interval;
-            # a locked one every RETRY_SECONDS, even when paused.
-            delay = self.poll_seconds
+            # a locked one every RETRY_SECONDS, even when paused; a server that cannot
+            # be reached at each poll.
+            delay = self.poll_seconds if self.reader is not None else self.interval
         if self._retry_soon:
-            delay = RETRY_SECONDS if delay is None else min(delay, RETRY_SECONDS)
+            soon = self._retry_seconds
+            delay = soon if delay is None else min(delay, soon)
         if delay is not None:
             self._timer = self.clock.call_later(delay, self.request_check)
         self._start_watcher()
@@ -606,7 +615,7 @@ class LiveSource:
                 self._reconnect = True
                 self._stale(self._unreachable(error))
                 if self._task is not None and self.poll_seconds <= 0 and self._timer is None:
-                    self._timer = self.clock.call_later(RETRY_SECONDS, self.request_check)
+                    self._timer = self.clock.call_later(self._retry_seconds, self.request_check)
                 return
             sooner = self.interval <= 0 or self.interval > RETRY_SECONDS
             if self._task is not None and sooner:  # else the next poll comes sooner
@@ -623,10 +632,9 @@ class LiveSource:
 
         found = re.search(r"\(([^()]*)\)$", str(error))
         detail = f" ({found.group(1)})" if found else ""
-        every = self.poll_seconds if self.poll_seconds > 0 else RETRY_SECONDS
         return (
             f"PostgreSQL at {self.name} cannot be reached or is busy{detail}; "
-            f"trying again every {every:g} s"
+            f"trying again every {self._retry_seconds:g} s"
         )
 
     def _stale(self, reason: str) -> None:

@@ -198,3 +198,26 @@ async def test_the_server_going_away_is_stale_with_the_last_good_time_then_live_
         assert app.live.status.good_at is not None and app.live.status.good_at > good_at
         assert any("sent while the viewer was away" in line for line in screen_lines(app))
         assert not any("replaced" in line for line in screen_lines(app))
+
+
+async def test_a_viewer_started_while_the_server_is_down_waits_stale_then_shows_it(
+    demo_pg, pg_server
+):
+    app = app_for(demo_pg, poll_interval=8.0)
+    await asyncio.to_thread(pg_server.down)
+    down = True
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert app.live.status.phase == "stale" and app.live.reader is None
+            assert "trying again every 0.5 s" in app.live.status.reason
+            await asyncio.to_thread(pg_server.up)
+            down = False
+            await advance_until(
+                app, pilot, lambda: app.index_model is not None and app.index_model.loaded, 0.5
+            )
+            assert app.live.status.phase == "live"
+            assert any("planner" in line for line in screen_lines(app))
+    finally:
+        if down:
+            await asyncio.to_thread(pg_server.up)

@@ -40,8 +40,8 @@ LATE_WINDOW: Final = 256
 
 NO_INSERTION_ORDER: Final = (
     "this PostgreSQL database was made before the activity stream could read it (its "
-    "messages have no insertion_order); any termal-tui command that writes (such as "
-    "`termal-tui session list --db URL`) adds it"
+    "messages have no insertion_order); the next termal-tui writer to open it (any "
+    "`termal-tui send`) adds it"
 )
 
 _MESSAGE_COLUMNS: Final = (
