@@ -27,6 +27,7 @@ from tests.viewer_support import (
     press,
     screen_lines,
     settle,
+    wide_names_database,
 )
 
 SIZE = (100, 32)
@@ -93,6 +94,30 @@ async def test_every_screen_shows_on_postgresql_what_it_shows_on_the_file(demo, 
     for number, (file_screen, server_screen) in enumerate(zip(on_file, on_server, strict=True)):
         assert server_screen == file_screen, f"screen {number}"
     assert any("planner" in line for line in on_server[0])  # not two empty screens
+
+
+async def _one_screen(target: Path | str, keys: list[str]) -> list[str]:
+    app = app_for(target)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await press(app, pilot, *keys)
+        return _shown(app)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [["b"], ["b", "tab", "enter"], ["b", "t"], ["a"], ["s"], ["enter"]],
+    ids=["board", "board key", "tombstones", "activity", "sessions", "tab"],
+)
+async def test_the_board_and_wide_names_show_the_same_on_postgresql(tmp_path, pg_url, keys):
+    path = tmp_path / "state" / "coordination.sqlite"
+    path.parent.mkdir()
+    await wide_names_database(path, 6)
+    await wide_names_database(pg_url, 6)  # type: ignore[arg-type]  # a URL, as the writers take
+    on_file = await _one_screen(path, keys)
+    on_server = await _one_screen(pg_url, keys)
+    assert on_server == on_file
+    assert len({line for line in on_server if line.strip()}) > 3
 
 
 async def test_search_finds_the_same_rows_on_postgresql(demo, demo_pg):

@@ -165,12 +165,19 @@ class PgDatabase:
     async def close(self) -> None:
         await self._pool.close()
 
-    async def run(self, work: Work[T], operation: str, *, commit: str | None = None) -> T:
+    async def run(
+        self, work: Work[T], operation: str, *, commit: str | None = None, single: bool = False
+    ) -> T:
         """``work`` in one transaction (READ ONLY on a read-only database); failures are
-        typed store errors. ``commit``: the operation named if COMMIT itself fails."""
+        typed store errors. ``commit``: the operation named if COMMIT itself fails.
+        ``single`` (a read-only database, ``work`` one statement): the statement is its
+        own transaction, read-only by the connection's default (one round trip, where
+        BEGIN, SET TRANSACTION and COMMIT would add three: a poll's cost)."""
         committing = False
         try:
             async with self._pool.connection(timeout=self.deadline) as conn:
+                if single and self.read_only:
+                    return await work(conn)
                 async with conn.transaction():
                     if self.read_only:
                         # One snapshot for the whole call, as a read on a file has.

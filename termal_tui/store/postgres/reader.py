@@ -80,11 +80,13 @@ class PgMailboxReader:
             "this connection was closed (the viewer reopened the database)" if self.closed else None
         )
 
-    async def _read(self, work: Callable[[Conn], Awaitable[T]], operation: str) -> T:
+    async def _read(
+        self, work: Callable[[Conn], Awaitable[T]], operation: str, *, single: bool = False
+    ) -> T:
         problem = self.file_problem()
         if problem is not None:
             raise StorageError(problem)
-        return await self._db.run(work, operation)
+        return await self._db.run(work, operation, single=single)
 
     async def list_mailboxes(
         self,
@@ -110,7 +112,7 @@ class PgMailboxReader:
     async def data_version(self) -> int:
         """Moves whenever anything commits (a poll's cheap "has anything changed?"; it may
         also move without a change to the mailboxes)."""
-        return await self._read(queries.data_version, "reading the database's version")
+        return await self._read(queries.data_version, "reading the database's version", single=True)
 
     async def index_totals(self, *, session_id: str | None = None) -> tuple[int, int]:
         return await self._read(lambda conn: queries.totals(conn, session_id), "counting mailboxes")
