@@ -294,6 +294,7 @@ class LiveSource:
         self._tick: Handle | None = None
         self._retry_soon = False
         self._reconnect = False  # a server was lost: the next check connects afresh
+        self._told_at: float | None = None  # when views last heard "unchanged" (a server)
         self._closed = False
         self._watcher: _Watcher | None = None
         self.checks = 0  # checks run (tests count them)
@@ -496,7 +497,8 @@ class LiveSource:
             changed = version != self._version or not was_live
             self._version = version
             self._good()
-            self._emit("changed" if changed else "unchanged")
+            if changed or self._time_moved():
+                self._emit("changed" if changed else "unchanged")
 
     def _old_wal_beside_new_file(self) -> str:
         """A sentence when the main file was replaced but the ``-wal`` beside it is still
@@ -625,6 +627,19 @@ class LiveSource:
         elif self.reader is not None and self.reader.file_state() is not None:
             self.request_check()
         self._stale(str(error))
+
+    def _time_moved(self) -> bool:
+        """Whether an ``unchanged`` is worth telling the views (their ages and the time
+        of the status line): at every check of a file, at most once an ``interval`` for
+        a server polled every :data:`SERVER_POLL_SECONDS` (its views would redraw twice a
+        second for nothing)."""
+        if self.url is None:
+            return True
+        now = self.clock.monotonic()
+        if self._told_at is not None and now - self._told_at < self.interval:
+            return False
+        self._told_at = now
+        return True
 
     def _unreachable(self, error: StoreError) -> str:
         """The server's Stale sentence (the driver's reason when it gave one)."""
