@@ -1,8 +1,10 @@
 """Live benchmark: how soon another process's commit reaches the viewer, and what an idle
 viewer costs. Medians, p90 and max over repeated trials, baselines measured in the same run.
 
-For each mode — file notifications (``watch=True``, the default) and the poll alone
-(``watch=False``) at the default interval (8 s) — one run:
+For each mode — file notifications (``watch=True``, the default), the poll alone
+(``watch=False``) at the default interval (8 s), and a ``postgresql://`` database (the
+server polled every 0.5 s; a server of its own, started as the tests start theirs) —
+one run:
 
 - a writer in a subprocess of its own (the real store writers) commits, in turn, a
   message, a wake-state change (the dispatch outcome of that message), an
@@ -14,13 +16,14 @@ For each mode — file notifications (``watch=True``, the default) and the poll 
   shows it: ``capture-pane`` polled every 20 ms until the message's body, or planner's
   cursor ``planner N/N`` of the acknowledgement (the tab's status line), is on the
   screen (a wake-state change and a board write have no text in the tab: (a) only);
-- a random pause between trials: 0.2–0.7 s with notifications; with the poll alone, 0 to
-  the interval, so that commits fall anywhere in the poll's cycle.
+- a random pause between trials: 0.2–0.7 s with notifications; with a poll (the file's,
+  the server's), 0 to its period, so that commits fall anywhere in the poll's cycle.
 
 Then, with nothing written, the idle CPU of each viewer process over 30 s (user+sys from
 /proc of the process / wall), beside an empty Textual app showing one label in tmux.
 
-Run: python bench/bench_live.py [--trials N] [--idle SECONDS]   (needs tmux)
+Run: python bench/bench_live.py [--trials N] [--idle SECONDS] [--no-postgres]   (needs
+tmux; the PostgreSQL mode needs Debian's postgresql package, as the tests do)
 """
 
 from __future__ import annotations
@@ -36,13 +39,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))  # tests.pg_server
 
 from common import DATA
 
 from termal_tui.cli.viewer import DEFAULT_INTERVAL
 from termal_tui.store.board import open_board_writer
 from termal_tui.store.writer import open_writer
-from termal_tui.views.live import LiveEvent, LiveSource
+from termal_tui.views.live import SERVER_POLL_SECONDS, LiveEvent, LiveSource
 
 SOCKET = "bench-live"
 KINDS = ("message", "wake", "ack", "board")
@@ -108,10 +112,12 @@ One().run()
 """
 
 
-async def make_db(path: Path) -> str:
-    """A fresh file: planner ⇄ backend with 10 messages and one board key; the mailbox id."""
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+async def make_db(path: Path | str) -> str:
+    """A fresh file (or an empty database at a URL): planner ⇄ backend with 10 messages
+    and one board key; the mailbox id."""
+    if isinstance(path, Path):
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
 
     async with open_writer(path) as writer:
         receipt = None
@@ -186,9 +192,11 @@ async def idle_cpu(pids: dict[str, int], seconds: float) -> dict[str, float]:
     return {name: 100 * (cpu_seconds(pid) - before[name]) / wall for name, pid in pids.items()}
 
 
-async def trials(path: Path, mailbox: str, watch: bool, count: int) -> dict[str, list[float]]:
-    """Delays (s) per measurement: 'event <kind>' and 'screen <kind>'."""
-    name = f"viewer-{int(watch)}"
+async def trials(path: Path | str, mailbox: str, mode: str, count: int) -> dict[str, list[float]]:
+    """Delays (s) per measurement: 'event <kind>' and 'screen <kind>'. ``mode``:
+    notifications, poll (the file's poll alone) or postgresql."""
+    watch = mode == "notifications"
+    name = f"viewer-{mode}"
     pid = start_in_tmux(name, VIEWER, str(path), mailbox, str(DEFAULT_INTERVAL), str(int(watch)))
     # The tab's status line (the newest rows differ: the first mode's trials wrote more).
     if await wait_screen(name, "of latest #", time.monotonic() + 30) is None:
@@ -217,7 +225,7 @@ async def trials(path: Path, mailbox: str, watch: bool, count: int) -> dict[str,
     out: dict[str, list[float]] = {}
     for trial in range(count):
         kind = KINDS[trial % len(KINDS)]
-        tag = f"{int(watch)}-{trial}"
+        tag = f"{mode[:2]}-{trial}"
         writer.stdin.write(f"{kind} {tag}\n".encode())
         await writer.stdin.drain()
         before, after, value = (await writer.stdout.readline()).split()
@@ -243,7 +251,7 @@ async def trials(path: Path, mailbox: str, watch: bool, count: int) -> dict[str,
         events.clear()
         # The next commit anywhere in the poll's cycle (not just after the last check).
         await asyncio.sleep(
-            random.uniform(0.2, 0.7) if watch else random.uniform(0, DEFAULT_INTERVAL)
+            random.uniform(0.2, 0.7) if watch else random.uniform(0, source.poll_seconds)
         )
     writer.stdin.close()
     await writer.wait()
@@ -261,6 +269,14 @@ def row(label: str, samples: list[float]) -> str:
     )
 
 
+def describe(mode: str) -> str:
+    if mode == "notifications":
+        return "notifications"
+    if mode == "poll":
+        return f"poll alone, every {DEFAULT_INTERVAL:g} s"
+    return f"PostgreSQL, server polled every {SERVER_POLL_SECONDS:g} s"
+
+
 async def main() -> None:
     if shutil.which("tmux") is None:
         raise SystemExit("bench_live needs tmux")
@@ -269,41 +285,53 @@ async def main() -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / "live.sqlite"
     mailbox = await make_db(path)
+    targets: dict[str, tuple[Path | str, str]] = {
+        "notifications": (path, mailbox),
+        "poll": (path, mailbox),
+    }
+    server = None
+    if "--no-postgres" not in sys.argv:
+        from tests.pg_server import start_server
+
+        server = start_server()
+        url = server.fresh_database()
+        targets["postgresql"] = (url, await make_db(url))
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
-    results: dict[bool, dict[str, list[float]]] = {}
+    results: dict[str, dict[str, list[float]]] = {}
     try:
-        for watch in (True, False):
-            results[watch] = await trials(path, mailbox, watch, count)
+        for mode, (target, box) in targets.items():
+            results[mode] = await trials(target, box, mode, count)
         pids = {"empty": start_in_tmux("empty", EMPTY)}
-        for watch in (True, False):
-            pids[f"viewer-{int(watch)}"] = int(results[watch].pop("pid")[0])
+        for mode in targets:
+            pids[f"viewer-{mode}"] = int(results[mode].pop("pid")[0])
         await asyncio.sleep(2.0)  # the empty app started
         cpu = await idle_cpu(pids, idle)
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
-    every = {True: [], False: []}  # type: dict[bool, list[float]]
+        if server is not None:
+            server.stop()
+    every: dict[str, list[float]] = {mode: [] for mode in targets}
     print("| commit by another process → | trials | median | p90 | max |")
     print("|---|---|---|---|---|")
-    for watch in (True, False):
-        how = "notifications" if watch else f"poll alone, every {DEFAULT_INTERVAL:g} s"
+    for mode in targets:
+        how = describe(mode)
         for kind in KINDS:
-            samples = results[watch][f"event {kind}"]
-            every[watch].extend(samples)
+            samples = results[mode][f"event {kind}"]
+            every[mode].extend(samples)
             print(row(f"{how}: live source `changed`, {kind}", samples))
         for kind in ON_SCREEN:
-            samples = results[watch][f"screen {kind}"]
-            every[watch].extend(samples)
+            samples = results[mode][f"screen {kind}"]
+            every[mode].extend(samples)
             print(row(f"{how}: on the viewer's screen (tmux), {kind}", samples))
-        print(row(f"{how}: all of the above", every[watch]))
+        print(row(f"{how}: all of the above", every[mode]))
     print()
-    print("| idle, nothing written (both viewers and the empty app at once) | CPU (% of a core) |")
+    print("| idle, nothing written (every viewer and the empty app at once) | CPU (% of a core) |")
     print("|---|---|")
-    print(
-        f"| viewer, tab open, notifications, interval {DEFAULT_INTERVAL:g} s | {cpu['viewer-1']:.2f}% |"
-    )
-    print(
-        f"| viewer, tab open, poll alone, interval {DEFAULT_INTERVAL:g} s | {cpu['viewer-0']:.2f}% |"
-    )
+    for mode in targets:
+        print(
+            f"| viewer, tab open, {describe(mode)}, interval {DEFAULT_INTERVAL:g} s | "
+            f"{cpu[f'viewer-{mode}']:.2f}% |"
+        )
     print(f"| baseline: empty Textual app showing one label | {cpu['empty']:.2f}% |")
     print(f"({idle:g} s window; user+sys of each process from /proc / wall)")
 

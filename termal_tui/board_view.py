@@ -141,8 +141,15 @@ def scope_counts(scope: BoardScope) -> str:
 # --------------------------------------------------------------------- projects
 
 
-def project_names(db_path: Path) -> dict[str, str]:
+def project_names(db_path: Path | str) -> dict[str, str]:
     """Scope id → project name: TermAl's projects win over termal-tui's minted ones
-    (read by the store, read-only, from the files beside ``db_path``)."""
-    db_path = db_path.expanduser()
+    (read by the store, read-only, from the files beside ``db_path``; for a
+    ``postgresql://`` URL, from its registry and TermAl's state folder here)."""
+    from termal_tui.store.urls import is_postgres_url
+
+    if isinstance(db_path, str) and is_postgres_url(db_path):
+        from termal_tui.store.board.reader import url_project_names
+
+        return url_project_names(db_path)
+    db_path = Path(db_path).expanduser()
     return read_project_names(db_path, registry_path_for(db_path))

@@ -113,10 +113,18 @@ def recent_start(now: datetime | None = None) -> datetime:
     return moment - DEMO_SPAN - timedelta(minutes=20)
 
 
-async def build_demo(path: str | os.PathLike[str], *, start: datetime = DEMO_START) -> Path:
-    """Create (or extend idempotently) the demo database at ``path``; ``start`` is the
-    first message's time (fixed by default, for snapshots)."""
-    target = Path(path)
+async def build_demo(
+    path: str | os.PathLike[str], *, start: datetime = DEMO_START, portable: bool | None = None
+) -> Path | str:
+    """Create (or extend idempotently) the demo database at ``path`` (a file, or a
+    ``postgresql://`` URL); ``start`` is the first message's time (fixed by default, for
+    snapshots). ``portable`` (always on PostgreSQL): the NUL character, which only a file
+    can hold, is written as its visible stand-in ``␀``."""
+    from termal_tui.store.urls import is_postgres_url
+
+    url = isinstance(path, str) and is_postgres_url(path)
+    target: Path | str = str(path) if url else Path(path)
+    portable = url if portable is None else portable
     clock = _Clock(start, timedelta(seconds=41))
     async with open_writer(target, clock=clock, new_id=_ids(20261201)) as writer:
         # 1. A long planner ⇄ backend thread: 140 messages, for paging.
@@ -148,6 +156,7 @@ async def build_demo(path: str | os.PathLike[str], *, start: datetime = DEMO_STA
         # 2. planner ⇄ frontend: hostile content, frontend caught up.
         hostile = []
         for index, body in enumerate(HOSTILE_BODIES):
+            body = body.replace("\x00", "\u2400") if portable else body
             sender, recipient = (
                 ("session-1", "session-3")
                 if index % 2 == 0

@@ -64,7 +64,7 @@ def markdown_block(message: MailboxMessage, summary: MailboxSummary) -> str:
 
 
 async def write_export(
-    path: Path,
+    path: Path | str,
     mailbox_id: str,
     out: TextIO,
     *,

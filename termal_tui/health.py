@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from termal_tui.formats import parse_timestamp
-from termal_tui.notifiers import Notifier, read_notifiers
+from termal_tui.notifiers import Notifier, notifiers_for
 
 if TYPE_CHECKING:
     from termal_tui.store.health_queries import HealthRows
@@ -243,7 +243,7 @@ async def health_report(
     (the ages and the listeners are taken again; the file is not read)."""
     moment = now or utc_now()
     limits = thresholds or Thresholds()
-    notifiers = read_notifiers(reader.path, moment.timestamp())
+    notifiers = await notifiers_for(reader.location, moment.timestamp())
     if rows is None:
         rows = await reader.health_rows(mailbox_ids)
     report = collect(rows, moment, limits, notifiers)

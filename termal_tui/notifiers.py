@@ -129,16 +129,26 @@ class Notifier(NamedTuple):
         )
 
 
-def read_notifiers(db_path: Path, now: float | None = None) -> dict[str, Notifier] | None:
+def read_notifiers(db_path: Path | str, now: float | None = None) -> dict[str, Notifier] | None:
     """Every live registered session's notifier, by session id; None when there is no
-    registry (sessions TermAl runs are not ours to judge). Read-only."""
-    from termal_tui.store.registry.wakes import read_notifier_rows
+    registry (sessions TermAl runs are not ours to judge). Read-only and synchronous (it
+    may connect to a server: run it off the event loop). ``db_path`` is the database: a
+    file (the registry is the file beside it) or a ``postgresql://`` URL (the registry
+    is in that database)."""
+    from termal_tui.store.urls import is_postgres_url
 
-    path = registry_path_for(db_path)
-    if not path.is_file() or path.is_symlink():
-        return None
     moment = time.time() if now is None else now
-    found = read_notifier_rows(path)
+    if isinstance(db_path, str) and is_postgres_url(db_path):
+        from termal_tui.store.postgres.registry_reads import read_notifier_rows as read_url
+
+        found = read_url(db_path)
+    else:
+        from termal_tui.store.registry.wakes import read_notifier_rows
+
+        path = registry_path_for(Path(db_path))
+        if not path.is_file() or path.is_symlink():
+            return None
+        found = read_notifier_rows(path)
     if found is None:
         return None
     by_session: dict[str, list[Listener]] = {}
@@ -161,3 +171,15 @@ def read_notifiers(db_path: Path, now: float | None = None) -> dict[str, Notifie
             holder,
         )
     return notifiers
+
+
+async def notifiers_for(target: Path | str, now: float | None = None) -> dict[str, Notifier] | None:
+    """:func:`read_notifiers` from a coroutine: a registry file is read in place (one
+    short read), a registry on a server in a worker thread (it connects)."""
+    from termal_tui.store.urls import is_postgres_url
+
+    if isinstance(target, str) and is_postgres_url(target):
+        import asyncio
+
+        return await asyncio.to_thread(read_notifiers, target, now)
+    return read_notifiers(target, now)

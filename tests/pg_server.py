@@ -75,6 +75,7 @@ class PgServer:
     prefix: list[str]
     _names: Iterator[int] = field(default_factory=itertools.count)
     options: str = ""  # the server's command-line settings, for start()
+    _opts: str = ""
 
     @property
     def socket_dir(self) -> Path:
@@ -140,6 +141,40 @@ class PgServer:
              "-w", "-t", "60", "start"],
             capture_output=True, check=True,
         )  # fmt: skip
+
+    def down(self) -> None:
+        """Stop the server, keeping its data (``up`` starts it again on the same port)."""
+        self._opts = (self.directory / "data" / "postmaster.opts").read_text()
+        subprocess.run(
+            [
+                *self.prefix,
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.directory / "data"),
+                *("-m", "fast", "-w", "stop"),
+            ],
+            capture_output=True,
+            check=True,
+        )
+
+    def up(self) -> None:
+        """Start the server stopped by ``down``, with the options it ran with."""
+        import shlex
+
+        words = shlex.split(self._opts)[1:]  # the postgres binary, then its options
+        at = words.index("-D")
+        options = shlex.join(words[:at] + words[at + 2 :])  # pg_ctl gives -D itself
+        data = str(self.directory / "data")
+        subprocess.run(
+            [
+                *self.prefix,
+                str(self.bindir / "pg_ctl"),
+                *("-D", data, "-l", str(self.directory / "log")),
+                *("-o", options, "-w", "start"),
+            ],
+            capture_output=True,
+            check=True,
+        )
 
     def stop(self) -> None:
         subprocess.run(

@@ -136,17 +136,11 @@ def default_project_name(root_path: str) -> str:
 
 
 def termal_state_for(db: Path | str) -> Path:
-    """TermAl's own state file, whose project list a database's sessions are resolved
-    against: beside a SQLite coordination file; for a ``postgresql://`` database (nothing
-    is beside it), in TermAl's state folder on this host (``$TERMAL_HOME`` when that is a
-    path, else ``~/.termal``). Only ever read."""
-    from termal_tui.store.urls import is_postgres_url, looks_like_url
+    """TermAl's own state file for a database (the store's rule: beside a file; for a
+    URL, in TermAl's state folder on this host)."""
+    from termal_tui.store.registry.projects import termal_state_for as for_target
 
-    if isinstance(db, str) and is_postgres_url(db):
-        home = os.environ.get("TERMAL_HOME")
-        folder = Path(home) if home and not looks_like_url(home) else Path.home() / ".termal"
-        return folder.expanduser() / TERMAL_STATE_FILENAME
-    return termal_state_path(Path(db))
+    return for_target(db)
 
 
 class ProjectResolver:

@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from termal_tui.cli.common import EXIT_OK, EXIT_STUCK, add_db, check_database, db_path
+from termal_tui.cli.common import EXIT_OK, EXIT_STUCK, add_db, check_database, db_target
 from termal_tui.cli.viewer import add_threshold_flags, thresholds_from
 
 if TYPE_CHECKING:
     from termal_tui.health import HealthReport, Thresholds
     from termal_tui.notifiers import Listener
+    from termal_tui.store.postgres.checks import ServerFacts
 
 
 def describe(_name: str, _line: str) -> str:
@@ -33,15 +34,22 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
     add_threshold_flags(parser)
 
 
-async def _report(path: Path, thresholds: Thresholds) -> HealthReport:
+async def _report(
+    path: Path | str, thresholds: Thresholds
+) -> tuple[HealthReport, ServerFacts | None]:
+    """The health report and, on a ``postgresql://`` URL, the server's and the role's
+    checks (in place of the file's: the reader opening it has checked the schema)."""
     from termal_tui.health import health_report
     from termal_tui.store.reader import open_reader
 
     async with open_reader(path) as reader:
-        return await health_report(reader, thresholds=thresholds)
+        facts = None
+        if isinstance(path, str):
+            facts = await reader.server_facts()  # type: ignore[attr-defined]
+        return await health_report(reader, thresholds=thresholds), facts
 
 
-def channel_holders(path: Path) -> dict[str, Listener]:
+def channel_holders(path: Path | str) -> dict[str, Listener]:
     """Each registered session's channel holder, by name (read-only; none without a
     registry)."""
     from termal_tui.notifiers import read_notifiers
@@ -50,11 +58,37 @@ def channel_holders(path: Path) -> dict[str, Listener]:
     return {n.name: n.holder for n in found.values() if n.holder is not None}
 
 
-def render_json(report: HealthReport, holders: dict[str, Listener] | None = None) -> str:
+def render_json(
+    report: HealthReport,
+    holders: dict[str, Listener] | None = None,
+    facts: ServerFacts | None = None,
+) -> str:
     document = report.to_json()
     if holders:  # only when a channel is held: the document is otherwise as it was
         document["channels"] = {name: holder.to_json() for name, holder in holders.items()}
+    if facts is not None:  # a postgresql:// database: the server and the role
+        document["database"] = facts.to_json()
     return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def render_server(facts: ServerFacts, shown: str) -> None:
+    """One line on the server and the role, then one per table the role cannot read."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from termal_tui.sanitize import visible_line
+
+    console = Console()
+    standby = " (a standby)" if facts.standby else ""
+    access = (
+        "may also write (the viewer and doctor never do: READ ONLY transactions)"
+        if facts.can_write
+        else "may only read (all the viewer and doctor need)"
+    )
+    line = f"PostgreSQL {facts.version}{standby} at {shown}: role {facts.role} {access}"
+    console.print(Text(visible_line(line, 300)))
+    for problem in facts.unreadable:
+        console.print(Text(f"✗ {visible_line(problem, 200)}", style="red"))
 
 
 def render_channels(holders: dict[str, Listener]) -> None:
@@ -107,13 +141,18 @@ def render_table(report: HealthReport) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    path = db_path(args, parser)
-    check_database(path)
-    report = asyncio.run(_report(path, thresholds_from(args)))
+    path = db_target(args, parser)
+    if isinstance(path, Path):
+        check_database(path)
+    report, facts = asyncio.run(_report(path, thresholds_from(args)))
     holders = channel_holders(path)
     if args.json:
-        print(render_json(report, holders))
+        print(render_json(report, holders, facts))
     else:
+        if facts is not None:
+            from termal_tui.store.urls import redact
+
+            render_server(facts, redact(str(path)))
         render_table(report)
         render_channels(holders)
     return EXIT_OK if report.healthy else EXIT_STUCK

@@ -14,7 +14,7 @@ from termal_tui.cli.common import (
     CommandError,
     add_db,
     check_database,
-    db_path,
+    db_target,
     whole_number,
 )
 
@@ -44,8 +44,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     if args.last is not None and args.last < args.first:
         parser.error("--to must be at least --from")
-    path = db_path(args, parser)
-    check_database(path)
+    path = db_target(args, parser)  # a file, or a postgresql:// URL (read-only there too)
+    if not isinstance(path, str):
+        check_database(path)
 
     def export(out: TextIO) -> None:
         asyncio.run(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_database, db_path
+from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_database, db_target
 
 if TYPE_CHECKING:
     from termal_tui.health import Thresholds
@@ -95,7 +95,8 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
         default=None,
         help=(
             "changes are shown as they are committed (file notifications); this is how "
-            "often the file is also polled, where notifications do not arrive "
+            "often the file is also polled, where notifications do not arrive; a "
+            "postgresql:// server is polled every 0.5 s or this, if less "
             "(0 pauses live refresh; default 8)"
         ),
     )
@@ -117,7 +118,7 @@ def settings_from(args: argparse.Namespace, config: ViewerConfig) -> tuple[float
     return (DEFAULT_INTERVAL if interval is None else interval), Thresholds(**values)
 
 
-async def _validate(path: Path, mailbox: str | None, session: str | None) -> None:
+async def _validate(path: Path | str, mailbox: str | None, session: str | None) -> None:
     from termal_tui.sanitize import quote
     from termal_tui.store.errors import NotFoundError
     from termal_tui.store.reader import open_reader
@@ -169,6 +170,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     temp_dir: tempfile.TemporaryDirectory[str] | None = None
     greeting: str | None = None
+    path: Path | str
     waiting = False
     try:
         if args.demo:
@@ -185,8 +187,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 f"Demo database: {path} (removed when you quit). Send into it from "
                 f"another terminal: termal-tui send --db {path} --as planner backend 'hello'"
             )
+        elif isinstance(target := db_target(args, parser), str):
+            path = target  # a postgresql:// URL: read-only transactions on the server
         else:
-            path = db_path(args, parser)
+            path = target
             try:
                 check_database(path)
             except NotFoundError as error:
@@ -201,8 +205,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if not waiting:
                 asyncio.run(_validate(path, args.mailbox, args.session))
         except RetryableError as error:
-            # Busy (locked by another process): the viewer opens Stale and keeps trying.
+            # Busy (locked by another process; a server that cannot be reached): the
+            # viewer opens Stale and keeps trying.
             message = visible_line(str(error).rstrip("."), 300)
+            if isinstance(path, str):
+                from termal_tui.store.urls import redact
+
+                message = f"PostgreSQL at {redact(path)} cannot be reached or is busy"
             print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
         from termal_tui.tui.app import make_app
         from termal_tui.viewer_config import load_config

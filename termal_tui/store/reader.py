@@ -89,6 +89,11 @@ class MailboxReader(FollowsPath, ActivityReads):
         self._board: BoardReader | None = None
         self.follow(path, identity)  # the file this connection reads
 
+    @property
+    def location(self) -> Path:
+        """The file it reads (a PostgreSQL reader's is its URL)."""
+        return self.path
+
     def board(self) -> BoardReader:
         """The board's reader over this same read-only connection (one connection per
         open file for the whole viewer; closed with this one)."""

@@ -115,7 +115,9 @@ class MailboxApp(App[None]):
         self.greeting = greeting  # said once at start (the demo's path, a first run)
         self.config = config  # None (tests): no file, defaults everywhere
         self.thresholds = thresholds  # None: health.py's defaults, applied where used
-        self.db_path = Path(db_path)
+        # A path, or a postgresql:// URL (never shown: ``self.live.name`` is its
+        # redacted form).
+        self.db_path: Path | str = db_path if isinstance(db_path, str) else Path(db_path)
         self.session_id = session_id
         self.initial_mailbox = mailbox_id
         self.poll_interval = poll_interval
@@ -150,7 +152,7 @@ class MailboxApp(App[None]):
     def _subtitle(self) -> str:
         viewer = f" · as {visible_line(self.session_id, 40)}" if self.session_id else ""
         snapshot = " · snapshot" if self.live.status.snapshot else ""
-        return f"{visible_line(self.db_path.name, 60)}{viewer}{snapshot}"
+        return f"{visible_line(self.live.name, 60)}{viewer}{snapshot}"
 
     @property
     def reader(self) -> MailboxReader:
@@ -296,6 +298,8 @@ class MailboxApp(App[None]):
                 # The tab's first page comes first; the index (which counts) follows it.
                 self.open_mailbox(self.initial_mailbox)
             return
+        if self.live.url is not None:
+            return  # a server has no file to replace: this was a reconnection
         self.notify(
             f"{visible_line(str(self.db_path), 200)} was replaced by another file: "
             "showing the new one.",
@@ -565,7 +569,7 @@ class MailboxApp(App[None]):
         except StoreError as error:
             self.notify(f"That key cannot be shown: {visible_line(str(error), 160)}", markup=False)
             return
-        names = await asyncio.to_thread(project_names, self.live.path)
+        names = await asyncio.to_thread(project_names, self.live.target)
         name = names.get(scope_id, scope_id)
         self.push_screen(BoardKeyScreen(self.live, scope_id, name, found.head))
 

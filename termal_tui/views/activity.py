@@ -9,7 +9,10 @@ Events come from two kinds of source:
   an acknowledgement) and a wake state that changed. These carry the time they were seen
   and say so (``observed``).
 
-Messages are read by keyset on ``rowid`` (a page at a time); the board (bounded by
+Messages are read by keyset on ``rowid`` (a page at a time; on PostgreSQL the order
+rows were inserted in, where a row may commit after a higher-numbered one: a read of
+what is new also brings the numbers just below the newest seen, and only the ones not
+seen yet are added); the board (bounded by
 TermAl's caps) and the participants are read whole. The model shows only the events at
 or above the *horizon*, the time of the oldest loaded message while older ones remain,
 so nothing is missing above what it shows; :meth:`ActivityModel.older` moves it down.
@@ -208,7 +211,7 @@ class ActivityModel:
         sent = {
             (row.mailbox_id, row.sender_id, row.sequence)
             for row in messages
-            if row.rowid > self._message_top
+            if not self._seen_row(row.rowid)
         }
         self._add_messages(messages, newest_first=False)
         self._add_board(board)
@@ -265,7 +268,7 @@ class ActivityModel:
     ) -> None:
         ordered = list(reversed(rows)) if newest_first else list(rows)
         for row in ordered:
-            if not older and row.rowid <= self._message_top:
+            if not older and self._seen_row(row.rowid):
                 continue
             at = _time(row.created_at)
             self._push(
@@ -289,6 +292,13 @@ class ActivityModel:
             self._message_top = max(self._message_top, row.rowid)
         while len(self._wakes) > WAKE_WATCH:
             del self._wakes[min(self._wakes)]
+
+    def _seen_row(self, rowid: int) -> bool:
+        """Already in the stream: below the newest seen, and either among the rows still
+        followed or below them (a row that committed late is above them and unseen)."""
+        if rowid > self._message_top:
+            return False
+        return rowid in self._wakes or not self._wakes or rowid < min(self._wakes)
 
     def _add_board(self, rows: Iterable[BoardRow], cap: int | None = None) -> None:
         """Revisions not seen before, oldest first (with ``cap``, only the newest ones)."""

@@ -28,11 +28,23 @@ What the source owns
 * **Reopening**, and **the busy/locked retry** (a locked file is Stale with the reason
   and tried again every ``RETRY_SECONDS``).
 
+On PostgreSQL (a ``postgresql://`` URL) there is no file: no watcher, no identity, no
+``-wal``. The change check is the same reader call, ``data_version()`` (the server's
+WAL position: one cheap statement), polled every :data:`SERVER_POLL_SECONDS` while
+following, so a commit by any process on any host shows within a second. A server
+that cannot be reached makes the source Stale (with the time of the last good read);
+each following check connects afresh (a new reader: the views read everything again,
+as after a reopen), so it is Live again as soon as the server answers.
+
 Public API
 ----------
 ``source = LiveSource(path, interval=8.0, clock=None, watch=True, busy_timeout_ms=250)``
-    ``interval`` > 0: follow the file (watcher + a poll every ``interval`` s);
+    ``interval`` > 0: follow the file (watcher + a poll every ``interval`` s; a
+    ``postgresql://`` URL: a poll every ``min(interval, SERVER_POLL_SECONDS)``);
     0: paused (no automatic read; ``check()`` still reads on demand).
+``source.target`` / ``source.name``
+    What is read (a path, or the URL: it may hold a password) / how to name it to a
+    person (the file's name, or the URL with its password replaced by ``***``).
 ``await source.start()`` / ``await source.close()``
     Start the loop (the first open runs in it: ``start`` returns at once) / stop
     everything and close the reader.
@@ -98,6 +110,10 @@ WATCH_DEBOUNCE_MS: Final = 150  # a burst of file events is one check, at most t
 WATCH_STEP_MS: Final = 50  # quiet this long after an event: the check runs
 WATCH_TIMEOUT_MS: Final = 5_000  # the watcher thread looks at its stop flag this often
 WAL_HEADER_BYTES: Final = 32  # a -wal this short holds no frame
+# A PostgreSQL server is polled this often while followed (there is no file to watch).
+SERVER_POLL_SECONDS: Final = 0.5
+# A read on a server waits this long for a connection (a lock has no part in it).
+SERVER_DEADLINE_MS: Final = 5_000
 
 Phase = Literal["opening", "live", "paused", "snapshot", "stale", "missing"]
 EventKind = Literal["opened", "changed", "unchanged", "tick", "state"]
@@ -253,7 +269,12 @@ class LiveSource:
         watch: bool = True,
         busy_timeout_ms: int = 250,
     ) -> None:
-        self.path = Path(path).expanduser()
+        from termal_tui.store.urls import is_postgres_url, redact
+
+        self.url: str | None = str(path).strip() if is_postgres_url(path) else None
+        self.path = Path(path).expanduser() if self.url is None else Path()
+        self.target: Path | str = self.url if self.url is not None else self.path
+        self.name = redact(self.url) if self.url is not None else self.path.name
         self.interval = interval
         self.clock: Clock = clock or SystemClock()
         self.busy_timeout_ms = busy_timeout_ms
@@ -272,6 +293,8 @@ class LiveSource:
         self._timer: Handle | None = None
         self._tick: Handle | None = None
         self._retry_soon = False
+        self._reconnect = False  # a server was lost: the next check connects afresh
+        self._told_at: float | None = None  # when views last heard "unchanged" (a server)
         self._closed = False
         self._watcher: _Watcher | None = None
         self.checks = 0  # checks run (tests count them)
@@ -285,6 +308,20 @@ class LiveSource:
     @property
     def board(self) -> BoardReader | None:
         return self.reader.board() if self.reader is not None else None
+
+    @property
+    def poll_seconds(self) -> float:
+        """How often a followed source is polled (0: paused)."""
+        if self.url is not None and self.interval > 0:
+            return min(self.interval, SERVER_POLL_SECONDS)
+        return self.interval
+
+    @property
+    def _retry_seconds(self) -> float:
+        """How soon a busy file, or a server that cannot be reached, is tried again."""
+        if self.url is not None and self.poll_seconds > 0:
+            return self.poll_seconds
+        return RETRY_SECONDS
 
     @property
     def following(self) -> bool:
@@ -368,10 +405,12 @@ class LiveSource:
         delay: float | None = None
         if (self.following or self.reader is None) and self.interval > 0:
             # Followed, or not open yet (missing, refused): looked at every interval;
-            # a locked one every RETRY_SECONDS, even when paused.
-            delay = self.interval
+            # a locked one every RETRY_SECONDS, even when paused; a server that cannot
+            # be reached at each poll.
+            delay = self.poll_seconds if self.reader is not None else self.interval
         if self._retry_soon:
-            delay = RETRY_SECONDS if delay is None else min(delay, RETRY_SECONDS)
+            soon = self._retry_seconds
+            delay = soon if delay is None else min(delay, soon)
         if delay is not None:
             self._timer = self.clock.call_later(delay, self.request_check)
         self._start_watcher()
@@ -397,7 +436,7 @@ class LiveSource:
         asyncio.get_running_loop().call_soon(self._schedule_tick)
 
     def _start_watcher(self) -> None:
-        want = self._want_watch and self.following and self._watcher is None
+        want = self._want_watch and self.following and self._watcher is None and self.url is None
         if not want:
             return
         loop = asyncio.get_running_loop()
@@ -428,6 +467,9 @@ class LiveSource:
             if reader is None:
                 await self._open()
                 return
+            if self._reconnect:
+                await self._open(replacing=True)
+                return
             from termal_tui.store.connection import FILE_GONE, FILE_SWAPPED
 
             state = reader.file_state()
@@ -449,12 +491,14 @@ class LiveSource:
             except StoreError as error:
                 self._failed(error)
                 return
-            self._wal = _identity(Path(f"{self.path}-wal"))
+            if self.url is None:
+                self._wal = _identity(Path(f"{self.path}-wal"))
             was_live = self.status.live
             changed = version != self._version or not was_live
             self._version = version
             self._good()
-            self._emit("changed" if changed else "unchanged")
+            if changed or self._time_moved():
+                self._emit("changed" if changed else "unchanged")
 
     def _old_wal_beside_new_file(self) -> str:
         """A sentence when the main file was replaced but the ``-wal`` beside it is still
@@ -479,7 +523,7 @@ class LiveSource:
     async def _open(self, *, replacing: bool = False) -> None:
         from termal_tui.store.reader import open_reader
 
-        if not os.path.lexists(self.path):
+        if self.url is None and not os.path.lexists(self.path):
             phase: Phase = "stale" if replacing else "missing"
             directory = "" if self.path.parent.is_dir() else " (nor does its folder)"
             self._set(
@@ -489,29 +533,35 @@ class LiveSource:
             self._emit("state")
             return
         stack = contextlib.AsyncExitStack()
+        deadline = self.busy_timeout_ms if self.url is None else SERVER_DEADLINE_MS
         try:
             reader = await stack.enter_async_context(
-                open_reader(self.path, busy_timeout_ms=self.busy_timeout_ms)
+                open_reader(self.target, busy_timeout_ms=deadline)
             )
         except RetryableError as error:
             await stack.aclose()
             self._retry_soon = True
-            self._stale(f"{error} — retrying every {RETRY_SECONDS:g} s")
+            if self.url is not None:
+                self._stale(self._unreachable(error))
+            else:
+                self._stale(f"{error} — retrying every {RETRY_SECONDS:g} s")
             return
         except StoreError as error:
             await stack.aclose()
             text = str(error)
-            if replacing:
+            if replacing and self.url is None:
                 text = (
                     f"another file is at {self.path.name} now and it cannot be opened yet: {text}"
                 )
             self._stale(text)
             return
         old, self._stack, self.reader = self._stack, stack, reader
+        self._reconnect = False
         self._version = None
         with contextlib.suppress(StoreError):  # else the next check reads it
             self._version = await reader.data_version()
-        self._wal = _identity(Path(f"{self.path}-wal"))
+        if self.url is None:
+            self._wal = _identity(Path(f"{self.path}-wal"))
         self._set(
             phase="snapshot" if reader.snapshot else ("live" if self.interval > 0 else "paused"),
             reason="",
@@ -563,6 +613,12 @@ class LiveSource:
         file that moved or was replaced is looked at now."""
         if isinstance(error, RetryableError):
             self._retry_soon = True
+            if self.url is not None:  # the server went away (or is busy): connect again
+                self._reconnect = True
+                self._stale(self._unreachable(error))
+                if self._task is not None and self.poll_seconds <= 0 and self._timer is None:
+                    self._timer = self.clock.call_later(self._retry_seconds, self.request_check)
+                return
             sooner = self.interval <= 0 or self.interval > RETRY_SECONDS
             if self._task is not None and sooner:  # else the next poll comes sooner
                 if self._timer is not None:
@@ -571,6 +627,30 @@ class LiveSource:
         elif self.reader is not None and self.reader.file_state() is not None:
             self.request_check()
         self._stale(str(error))
+
+    def _time_moved(self) -> bool:
+        """Whether an ``unchanged`` is worth telling the views (their ages and the time
+        of the status line): at every check of a file, at most once an ``interval`` for
+        a server polled every :data:`SERVER_POLL_SECONDS` (its views would redraw twice a
+        second for nothing)."""
+        if self.url is None:
+            return True
+        now = self.clock.monotonic()
+        if self._told_at is not None and now - self._told_at < self.interval:
+            return False
+        self._told_at = now
+        return True
+
+    def _unreachable(self, error: StoreError) -> str:
+        """The server's Stale sentence (the driver's reason when it gave one)."""
+        import re
+
+        found = re.search(r"\(([^()]*)\)$", str(error))
+        detail = f" ({found.group(1)})" if found else ""
+        return (
+            f"PostgreSQL at {self.name} cannot be reached or is busy{detail}; "
+            f"trying again every {self._retry_seconds:g} s"
+        )
 
     def _stale(self, reason: str) -> None:
         if self.status.phase != "stale" or self.status.reason != reason:

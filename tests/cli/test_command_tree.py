@@ -153,7 +153,7 @@ def test_viewer_threshold_defaults_are_the_health_modules():
     "argv",
     [
         ["session", "add", "alice", "--db", "mysql://u@127.0.0.1/db"],
-        ["postgresql://u@127.0.0.1/db"],
+        ["mysql://u@127.0.0.1/db"],  # the viewer
         ["board", "ls", "--as", "a", "--db", "mysql://127.0.0.1/db"],
         ["doctor", "--db", "sqlite://x"],
         ["serve", "--db", "mysql://127.0.0.1/db"],  # serve takes postgresql:// itself
@@ -180,10 +180,10 @@ def test_termal_home_that_looks_like_a_url_is_refused(tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "TERMAL_HOME": "postgresql://127.0.0.1/db"},
+        env={**os.environ, "TERMAL_HOME": "mysql://127.0.0.1/db"},
         timeout=60,
     )
-    assert done.returncode == 2 and "$TERMAL_HOME is a postgresql:// URL" in done.stderr
+    assert done.returncode == 2 and "$TERMAL_HOME is a mysql:// URL" in done.stderr
     assert list(tmp_path.iterdir()) == []
 
 

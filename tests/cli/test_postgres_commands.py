@@ -1,12 +1,13 @@
 """The mailbox and session commands on a PostgreSQL URL, end to end through the real
 command line: session, send, ls, read, ack and wake work, with the session registry in
-that database; other commands say PostgreSQL is not yet supported there; a malformed URL
-is one sentence and exit 2; no password is ever printed."""
+that database; doctor checks the server and the role and export writes the same file as
+on SQLite; a malformed URL is one sentence and exit 2; no password is ever printed."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -121,14 +122,16 @@ def _hook(tmp_path, url: str, event: str, session: str) -> subprocess.CompletedP
     [
         ["doctor", "--db", "{url}"],
         ["export", "--db", "{url}", "--mailbox", "mailbox-x"],
-        ["{url}"],
     ],
 )
-def test_other_commands_say_postgresql_is_not_yet_supported(tmp_path, argv):
-    url = "postgresql://alice:s3cret@127.0.0.1:1/db"
+def test_doctor_and_export_on_an_unreachable_server_are_busy_in_one_sentence(tmp_path, argv):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://alice:s3cret@127.0.0.1:{port}/db"
     done = _cli(tmp_path, *[part.format(url=url) for part in argv])
-    assert done.returncode == 2, done.stderr
-    assert "PostgreSQL is not yet supported for" in done.stderr
+    assert done.returncode == 5, done.stderr
+    assert "busy" in done.stderr and "postgresql://alice:***@127.0.0.1" in done.stderr
     assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -170,3 +173,61 @@ def test_a_password_only_in_the_environment_is_not_warned_about(tmp_path):
     for done in (quiet, bare):
         assert done.returncode == 5, done.stderr
         assert "process list" not in done.stderr and "s3cret" not in done.stderr
+
+
+def _owner_and_reader(tmp_path, pg_url, pg_server) -> tuple[str, str]:
+    """Two sessions with mail on ``pg_url`` and a role that may only read it."""
+    for name in ("alice", "bob"):
+        assert _cli(tmp_path, "session", "add", name, "--db", pg_url).returncode == 0
+    for body in ("one", "two"):
+        done = _cli(tmp_path, "send", "--as", "alice", "--db", pg_url, "bob", body)
+        assert done.returncode == 0, done.stderr
+    schema = pg_url.rsplit("%3D", 1)[1]
+    role = f"doctor_{schema}"
+    pg_server.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'hush'", "tests")
+    pg_server.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}", "tests")
+    pg_server.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}", "tests")
+    url = pg_server.url("tests", user=role, password="hush") + f"?options=-csearch_path%3D{schema}"
+    return role, url
+
+
+def test_doctor_on_a_url_checks_the_server_and_a_select_only_role(tmp_path, pg_url, pg_server):
+    role, url = _owner_and_reader(tmp_path, pg_url, pg_server)
+    done = _cli(tmp_path, "doctor", url)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert f"role {role} may only read" in text and "Nothing is stuck" in text
+    assert "hush" not in done.stdout + done.stderr
+    as_json = _cli(tmp_path, "doctor", "--json", url)
+    document = json.loads(as_json.stdout)
+    assert document["database"]["role"] == role
+    assert document["database"]["readOnlyTransactions"] is True
+    assert document["database"]["roleCanWrite"] is False
+    assert document["database"]["problems"] == []
+    owner = json.loads(_cli(tmp_path, "doctor", "--json", "--db", pg_url).stdout)
+    assert owner["database"]["roleCanWrite"] is True
+    assert owner["unread"] == document["unread"] == 2
+    # A table the role may not read is named, with what it breaks.
+    schema = pg_url.rsplit("%3D", 1)[1]
+    pg_server.execute(f"REVOKE SELECT ON {schema}.channel_listeners FROM {role}", "tests")
+    narrowed = json.loads(_cli(tmp_path, "doctor", "--json", url).stdout)
+    assert narrowed["database"]["problems"] == [
+        f"the role {role} may not read the table channel_listeners: who listens for "
+        "wake-ups cannot be shown"
+    ]
+
+
+def test_export_on_a_url_writes_a_private_file_as_on_sqlite(tmp_path, pg_url, pg_server):
+    _role, url = _owner_and_reader(tmp_path, pg_url, pg_server)
+    listed = _cli(tmp_path, "ls", "--as", "bob", "--db", pg_url)
+    mailbox = listed.stdout.split()[-1]
+    out = tmp_path / "export.jsonl"
+    done = _cli(tmp_path, "export", url, "--mailbox", mailbox, "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_mode & 0o777 == 0o600
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["body"] for line in lines] == ["one", "two"]
+    assert [line["processed"] for line in lines] == [False, False]
+    markdown = _cli(tmp_path, "export", url, "--mailbox", mailbox, "--format", "markdown")
+    heading = markdown.stdout.splitlines()[0]
+    assert markdown.returncode == 0 and heading in ("# alice ⇄ bob", "# bob ⇄ alice")

@@ -456,3 +456,43 @@ async def test_data_version_moves_with_every_commit(writer, db):
         second = await reader.data_version()
         assert second != first
         assert await writer.data_version() >= second
+
+
+async def test_a_message_that_commits_after_a_later_one_still_reaches_the_activity_stream(
+    writer, db
+):
+    from datetime import UTC, datetime
+
+    from termal_tui.views.activity import ActivityModel
+
+    first = await send(writer, body="first")
+    late = await psycopg.AsyncConnection.connect(db)  # an append still in flight
+    async with late:
+        await late.execute(
+            b"INSERT INTO mailbox_messages(id, mailbox_id, sequence, sender_session_id, "
+            b"sender_name, target_session_id, target_name, created_at, class, body, "
+            b"idempotency_key, unread_depth_at_append, notification_disposition) VALUES "
+            b"('late', %s, 100, 'session-b', 'Bob', 'session-a', 'Alice', "
+            b"'2026-07-30T12:00:01.500Z', 'routine', 'late', 'late', 0, 'durableButNotWoken')",
+            (first.mailbox_id,),
+        )
+        # Another mailbox's append, numbered after the late row, commits first.
+        await send(writer, sender="session-c", target="session-a", body="third")
+        model = ActivityModel(lambda: datetime(2026, 7, 30, 12, 1, tzinfo=UTC))
+        async with open_reader(db) as reader:
+            snap = await reader.activity_snapshot(after_rowid=None, limit=100)
+            model.load(snap.messages, snap.board, snap.participants)
+            assert [e.detail for e in model.events() if e.kind == "message"] == [
+                "third",
+                "first",
+            ]
+            await late.commit()
+            snap = await reader.activity_snapshot(after_rowid=model.message_top, limit=100)
+            assert model.update(snap.messages, snap.board, snap.participants) == 1
+            again = await reader.activity_snapshot(after_rowid=model.message_top, limit=100)
+            assert model.update(again.messages, again.board, again.participants) == 0
+    assert [e.detail for e in model.events() if e.kind == "message"] == [
+        "third",
+        "late",
+        "first",
+    ]

@@ -204,6 +204,16 @@ def project_names(db_path: Path, registry_path: Path) -> dict[str, str]:
     return minted | termal  # TermAl's names win
 
 
+def url_project_names(url: str) -> dict[str, str]:
+    """As :func:`project_names` for a ``postgresql://`` database: the projects minted in
+    its registry (in the database), and TermAl's from its state folder on this host."""
+    from termal_tui.store.postgres.registry_reads import minted_project_names
+    from termal_tui.store.registry.projects import termal_state_for
+
+    termal = _names_from(termal_state_for(url), queries.termal_project_names)
+    return minted_project_names(url) | termal
+
+
 async def _open_verified(path: Path, *, immutable: bool, busy_timeout_ms: int):
     db = await connect_read_only(path, immutable=immutable, busy_timeout_ms=busy_timeout_ms)
     try:

@@ -12,6 +12,7 @@ shown redacted and the driver's text is scrubbed of the URL's secrets.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
@@ -30,6 +31,11 @@ from termal_tui.store.errors import (
 from termal_tui.store.urls import redact, scrub
 
 T = TypeVar("T")
+
+# The driver and its pool log what they do about a lost connection (a cancelled query,
+# a connection discarded): every failure reaches the caller as a typed store error, and
+# nothing may be written over the viewer's screen by logging's last-resort handler.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 
@@ -100,7 +106,8 @@ class PgDatabase:
 
     ``read_only``: every connection has ``default_transaction_read_only`` on and every
     transaction is opened ``READ ONLY`` (the viewer's reader: it cannot write, even
-    through a role that could).
+    through a role that could), ``REPEATABLE READ``: every statement of one call sees
+    the same snapshot (a read-only transaction never fails to serialize).
     """
 
     def __init__(
@@ -172,7 +179,10 @@ class PgDatabase:
                     return await work(conn)
                 async with conn.transaction():
                     if self.read_only:
-                        await conn.execute("SET TRANSACTION READ ONLY")
+                        # One snapshot for the whole call, as a read on a file has.
+                        await conn.execute(
+                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                        )
                     result = await work(conn)
                     committing = True
                 return result

@@ -354,6 +354,63 @@ async def data_version(conn: Conn) -> int:
     position): the PostgreSQL stand-in for SQLite's ``data_version``. It never stays
     still after a commit to this database; it may also move for the server's own
     housekeeping or for writes elsewhere on it (a poll then reads once more for
-    nothing). Any role may ask."""
-    row = await one(conn, "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint")
+    nothing). Any role may ask. On a standby (a read replica, where a viewer may well
+    read) it is the position replayed so far."""
+    row = await one(
+        conn,
+        "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+        "ELSE pg_current_wal_insert_lsn() END - '0/0')::bigint",
+    )
     return int(row[0])
+
+
+async def count_matching(conn: Conn, viewer: str | None, needle: str) -> int:
+    """How many mailboxes :func:`summaries` lists with ``matching=needle``."""
+    params: dict[str, Any] = {"ctl": CONTROL_TOPIC, "needle": needle.casefold()}
+    mine = ""
+    if viewer is not None:
+        params["viewer"] = viewer
+        mine = (
+            "JOIN mailbox_participants mine ON mine.mailbox_id = m.id"
+            " AND mine.session_id = %(viewer)s AND mine.left_at IS NULL "
+        )
+    sql = (
+        f"SELECT COUNT(*) FROM mailboxes m {mine}WHERE EXISTS (SELECT 1 FROM "
+        f"mailbox_messages v WHERE v.mailbox_id = m.id AND {NOT_CONTROL.format(t='v.')})"
+        f"{_MATCHING}"
+    )
+    row = await one(conn, sql, params)
+    return int(row[0] or 0)
+
+
+async def search_chunk(
+    conn: Conn, mailbox_id: str, needle: str, before: int, scan: int, viewer: str | None
+) -> tuple[list[MailboxMessage], int | None]:
+    """As :func:`termal_tui.store.queries.search_chunk`: visible rows below ``before``
+    whose body or topic holds ``needle`` (ASCII case folded: ``lower()`` of a
+    ``COLLATE "C"`` column folds only ASCII, as SQLite's does), scanning at most ``scan``
+    rows; the matches newest first and the lowest sequence scanned (None: the start)."""
+    bounds = await one(
+        conn,
+        "SELECT MIN(sequence), COUNT(*) FROM (SELECT sequence FROM mailbox_messages "
+        "WHERE mailbox_id = %s AND sequence < %s ORDER BY sequence DESC LIMIT %s) s",
+        (mailbox_id, before, scan),
+    )
+    lowest, scanned = bounds
+    if not scanned:
+        return [], None
+    sql = _message_query(
+        "mailbox_id = %(mid)s AND sequence < %(before)s AND sequence >= %(lowest)s "
+        "AND (strpos(lower(body), %(needle)s) > 0 "
+        "OR strpos(lower(COALESCE(topic, '')), %(needle)s) > 0)",
+        "ORDER BY sequence DESC",
+        viewer is not None,
+    )
+    params = visibility(viewer)[1] | {
+        "mid": mailbox_id,
+        "before": before,
+        "lowest": lowest,
+        "needle": needle.lower(),
+    }
+    matches = await _messages(conn, sql, params)
+    return matches, (int(lowest) if scanned == scan else None)

@@ -10,8 +10,8 @@ imports the writer.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import psycopg
 
@@ -23,13 +23,19 @@ from termal_tui.formats import (
     clamp_read_limit,
 )
 from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
+from termal_tui.store.activity import ActivitySnapshot, MessageRow, ParticipantRow, SessionLoad
 from termal_tui.store.errors import NotFoundError, StorageError
-from termal_tui.store.postgres import queries
+from termal_tui.store.health_queries import HealthRows
+from termal_tui.store.postgres import activity, health, queries
 from termal_tui.store.postgres.connection import PgDatabase
 from termal_tui.store.postgres.schema import verify_readable
 from termal_tui.store.queries import MAX_SEQUENCE
 from termal_tui.store.schema import SchemaInfo
 from termal_tui.store.urls import redact
+
+if TYPE_CHECKING:
+    from termal_tui.store.postgres.board.reader import PgBoardReader
+    from termal_tui.store.postgres.checks import ServerFacts
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -49,6 +55,22 @@ class PgMailboxReader:
         self.target = redact(url)
         self.schema = info
         self.closed = False
+        self._board: PgBoardReader | None = None
+
+    @property
+    def location(self) -> str:
+        """The URL it reads (it may hold a password: show :attr:`target`)."""
+        return self.url
+
+    def board(self) -> PgBoardReader:
+        """The board's reader over this same pool of read-only connections (closed with
+        this reader)."""
+        if self._board is None:
+            from termal_tui.store.postgres.board.reader import PgBoardReader
+
+            self._board = PgBoardReader(self._db, self.url)
+            self._board.closed = self.closed
+        return self._board
 
     def file_state(self) -> str | None:
         return None
@@ -58,11 +80,13 @@ class PgMailboxReader:
             "this connection was closed (the viewer reopened the database)" if self.closed else None
         )
 
-    async def _read(self, work: Callable[[Conn], Awaitable[T]], operation: str) -> T:
+    async def _read(
+        self, work: Callable[[Conn], Awaitable[T]], operation: str, *, single: bool = False
+    ) -> T:
         problem = self.file_problem()
         if problem is not None:
             raise StorageError(problem)
-        return await self._db.run(work, operation)
+        return await self._db.run(work, operation, single=single)
 
     async def list_mailboxes(
         self,
@@ -79,10 +103,16 @@ class PgMailboxReader:
             "listing mailboxes",
         )
 
+    async def count_matching(self, needle: str, *, session_id: str | None = None) -> int:
+        """How many mailboxes ``list_mailboxes(matching=needle)`` lists in all."""
+        return await self._read(
+            lambda conn: queries.count_matching(conn, session_id, needle), "counting mailboxes"
+        )
+
     async def data_version(self) -> int:
         """Moves whenever anything commits (a poll's cheap "has anything changed?"; it may
         also move without a change to the mailboxes)."""
-        return await self._read(queries.data_version, "reading the database's version")
+        return await self._read(queries.data_version, "reading the database's version", single=True)
 
     async def index_totals(self, *, session_id: str | None = None) -> tuple[int, int]:
         return await self._read(lambda conn: queries.totals(conn, session_id), "counting mailboxes")
@@ -173,6 +203,62 @@ class PgMailboxReader:
             "reading a mailbox message",
         )
 
+    async def health_rows(self, mailbox_ids: Collection[str] | None = None) -> HealthRows:
+        """Every participant's unread range and its rows' wake states, in one snapshot."""
+        return await self._read(
+            lambda conn: health.read_health_rows(conn, mailbox_ids), "reading delivery health"
+        )
+
+    async def search_chunk(
+        self,
+        mailbox_id: str,
+        needle: str,
+        before: int | None = None,
+        scan: int = 20_000,
+        *,
+        session_id: str | None = None,
+    ) -> tuple[list[MailboxMessage], int | None]:
+        """One bounded step of a substring search, newest first (as on a file)."""
+        start = MAX_SEQUENCE if before is None else before
+
+        async def work(conn: Conn) -> tuple[list[MailboxMessage], int | None]:
+            await queries.authorize(conn, mailbox_id, session_id)
+            return await queries.search_chunk(conn, mailbox_id, needle, start, scan, session_id)
+
+        return await self._read(work, "searching a mailbox")
+
+    async def activity_page(self, *, before_rowid: int | None, limit: int) -> list[MessageRow]:
+        """Messages newest first below ``before_rowid`` (their insertion order)."""
+        return await self._read(
+            lambda conn: activity.messages_before(conn, before_rowid, limit), "reading activity"
+        )
+
+    async def activity_snapshot(
+        self,
+        *,
+        after_rowid: int | None,
+        limit: int,
+        wake_window: tuple[int, int] | None = None,
+    ) -> ActivitySnapshot:
+        """As on a file, in one snapshot; rows above ``after_rowid`` come with the ones
+        just below it that may have committed late (``activity.LATE_WINDOW``)."""
+        return await self._read(
+            lambda conn: activity.activity_snapshot(conn, after_rowid, limit, wake_window),
+            "reading activity",
+        )
+
+    async def sessions_overview(
+        self,
+    ) -> tuple[list[ParticipantRow], list[SessionLoad], dict[str, str], list[tuple[str, str]]]:
+        """Everything the sessions view shows but the notifiers, in one snapshot."""
+        return await self._read(activity.sessions_overview, "reading sessions")
+
+    async def server_facts(self) -> ServerFacts:
+        """The server, the role and what it may read (``doctor``'s checks on a URL)."""
+        from termal_tui.store.postgres.checks import server_facts
+
+        return await self._read(server_facts, "checking the server")
+
     async def session_ids(self) -> list[str]:
         return await self._read(queries.session_ids, "listing sessions")
 
@@ -183,6 +269,8 @@ class PgMailboxReader:
 
     async def close(self) -> None:
         self.closed = True
+        if self._board is not None:
+            self._board.closed = True
         await self._db.close()
 
 

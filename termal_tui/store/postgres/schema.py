@@ -78,6 +78,12 @@ DDL: Final = (
     # The unread counts (per target above a cursor) and the wake queries.
     """CREATE INDEX IF NOT EXISTS mailbox_messages_target
       ON mailbox_messages(mailbox_id, target_session_id, sequence)""",
+    # The order rows were inserted in, SQLite's rowid: the activity stream's keyset
+    # (added to a database made before it; existing rows are numbered as found).
+    """ALTER TABLE mailbox_messages
+      ADD COLUMN IF NOT EXISTS insertion_order BIGINT GENERATED ALWAYS AS IDENTITY""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS mailbox_messages_insertion_order
+      ON mailbox_messages(insertion_order)""",
 )
 
 
@@ -112,6 +118,13 @@ async def verify_readable(conn: psycopg.AsyncConnection[Any], url: str) -> Schem
     return SchemaInfo(has_dispatch_outcome=True, version=version)
 
 
+async def has_insertion_order(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether the messages carry ``insertion_order`` (a database made before it has
+    none until a writer next opens it)."""
+    row = await one(conn, "SELECT to_regclass('mailbox_messages_insertion_order') IS NOT NULL")
+    return bool(row[0])
+
+
 async def _complete(conn: psycopg.AsyncConnection[Any], url: str) -> bool:
     """Everything :func:`ensure_schema` makes is there already (read only: a role that may
     read and write rows but not create tables opens a prepared database)."""
@@ -119,7 +132,8 @@ async def _complete(conn: psycopg.AsyncConnection[Any], url: str) -> bool:
         conn,
         "SELECT "
         + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in ("meta", *MAILBOX_TABLES))
-        + ", to_regclass('mailbox_messages_target') IS NOT NULL",
+        + ", to_regclass('mailbox_messages_target') IS NOT NULL"
+        + ", to_regclass('mailbox_messages_insertion_order') IS NOT NULL",
     )
     if not all(row):
         return False

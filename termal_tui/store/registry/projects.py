@@ -71,6 +71,22 @@ def termal_state_path(db_path: Path) -> Path:
     return db_path.expanduser().with_name(TERMAL_STATE_FILENAME)
 
 
+def termal_state_for(db: Path | str) -> Path:
+    """TermAl's own state file, whose project list a database's sessions are resolved
+    against: beside a SQLite coordination file; for a ``postgresql://`` database (nothing
+    is beside it), in TermAl's state folder on this host (``$TERMAL_HOME`` when that is a
+    path, else ``~/.termal``). Only ever read."""
+    import os
+
+    from termal_tui.store.urls import is_postgres_url, looks_like_url
+
+    if isinstance(db, str) and is_postgres_url(db):
+        home = os.environ.get("TERMAL_HOME")
+        folder = Path(home) if home and not looks_like_url(home) else Path.home() / ".termal"
+        return folder.expanduser() / TERMAL_STATE_FILENAME
+    return termal_state_path(Path(db))
+
+
 def read_termal_projects(path: Path) -> list[dict[str, Any]]:
     """TermAl's projects (``PersistedState.projects`` in ``app_state``) as TermAl wrote
     them (dicts with ``id``, ``name``, ``rootPath``, ``remoteId``), read-only; an absent

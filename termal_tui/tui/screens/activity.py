@@ -158,7 +158,8 @@ class ActivityScreen(LiveListScreen[Jump | None]):
             self.draw()
             return
         self._problem = ""
-        if len(snap.messages) >= UPDATE_LIMIT:  # a flood: start from the newest again
+        fresh = sum(1 for row in snap.messages if row.rowid > model.message_top)
+        if fresh >= UPDATE_LIMIT:  # a flood: start from the newest again
             self.reload()
             return
         model.update(snap.messages, snap.board, snap.participants, snap.wake_states)

@@ -247,10 +247,10 @@ class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
     def __init__(self, source: LiveSource) -> None:
         super().__init__()
         self.source = source
-        path = source.path
+        target = source.target
         self.model = BoardView(
-            path.name,
-            lambda: project_names(path),
+            source.name,
+            lambda: project_names(target),
             clock=source.clock.now,
             paused=source.status.phase == "paused",
             snapshot=source.status.phase == "snapshot",

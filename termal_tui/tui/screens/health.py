@@ -26,7 +26,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
-from termal_tui.notifiers import Notifier, read_notifiers
+from termal_tui.notifiers import Notifier, notifiers_for
 from termal_tui.sanitize import visible_line
 from termal_tui.tui.cells import cells, first_fit, fit, option_room, pad_cells
 from termal_tui.tui.messages import (
@@ -128,7 +128,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
             clock=source.clock.now,
             monotonic=source.clock.monotonic,
             live=source.interval > 0,
-            file_name=source.path.name,
+            file_name=source.name,
             measure=cells,
         )
         self._subscription: Subscription | None = None
@@ -229,7 +229,7 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         async def check(reader: MailboxReader) -> tuple[HealthReport, Notifiers]:
             report = await health_report(reader, now=now, thresholds=thresholds)
             # who holds each channel, judged at the pass's moment (read-only)
-            return report, read_notifiers(reader.path, now.timestamp())
+            return report, await notifiers_for(reader.location, now.timestamp())
 
         try:
             report, notifiers = await self.source.read(check)

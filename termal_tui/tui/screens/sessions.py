@@ -144,7 +144,7 @@ class SessionsScreen(LiveListScreen[str | None]):
             self.draw()
             return
         moment = time.time()
-        found = await asyncio.to_thread(read_notifiers, self.source.path, moment)
+        found = await asyncio.to_thread(read_notifiers, self.source.target, moment)
         listeners = None
         if found is not None:
             listeners = {
