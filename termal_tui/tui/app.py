@@ -131,6 +131,7 @@ class MailboxApp(App[None]):
         )
         self.index_model: IndexModel | None = None
         self._panes: dict[str, str] = {}
+        self._views: dict[str, MailboxView] = {}  # pane id → its view
         self._pane_counter = 0
         self._opened_once = False
         self._focused = True  # AppBlur/AppFocus: attention signals only while away
@@ -170,10 +171,24 @@ class MailboxApp(App[None]):
         return self._clock().strftime("%H:%M:%S")
 
     def compose(self) -> ComposeResult:
+        # With --mailbox on a file that is there, its tab is in the first frame (drawn
+        # before the reader opens: "◌ Loading", then the page), not added to a drawn index.
+        first = self._first_pane() if self.initial_mailbox else None
         yield Header()
-        with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
-            yield MailboxIndex(id="mailbox-index")
+        with TabbedContent(id="tabs", initial=first.id or "" if first is not None else ""):
+            with TabPane(Content("Mailboxes"), id=INDEX_PANE):
+                yield MailboxIndex(id="mailbox-index")
+            if first is not None:
+                yield first
         yield FittingFooter()  # compact; leaves out the least needed keys when narrow
+
+    def _first_pane(self) -> TabPane | None:
+        """The --mailbox tab, built before the file is read (None when there is no file
+        yet: the index says it is waiting, and the tab opens when the file appears)."""
+        assert self.initial_mailbox is not None
+        if not os.path.lexists(self.db_path):
+            return None
+        return self._new_pane(self.initial_mailbox)
 
     async def on_mount(self) -> None:
         # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
@@ -324,6 +339,13 @@ class MailboxApp(App[None]):
                 if view is not None:
                     view.request_jump(at_sequence)
             return
+        pane = self._new_pane(mailbox_id, at_sequence)
+        tabs.add_pane(pane)
+        tabs.active = pane.id or ""
+        self.call_after_refresh(self._tab_in_view)
+
+    def _new_pane(self, mailbox_id: str, at_sequence: int | None = None) -> TabPane:
+        """A tab for ``mailbox_id`` (its view reads when the source has a file open)."""
         from termal_tui.tui.widgets.mailbox_view import MailboxView
 
         self._pane_counter += 1
@@ -337,9 +359,8 @@ class MailboxApp(App[None]):
         )
         if at_sequence is not None:
             view.request_jump(at_sequence)
-        tabs.add_pane(TabPane(self._tab_title(mailbox_id), view, id=pane_id))
-        tabs.active = pane_id
-        self.call_after_refresh(self._tab_in_view)
+        self._views[pane_id] = view
+        return TabPane(self._tab_title(mailbox_id), view, id=pane_id)
 
     def _tab_in_view(self) -> None:
         """The active tab scrolled into the strip (a tab added and activated at once is
@@ -427,6 +448,7 @@ class MailboxApp(App[None]):
     async def _close_requested(self, event: CloseRequested) -> None:
         pane_id = self._panes.pop(event.mailbox_id, None)
         if pane_id is not None:
+            self._views.pop(pane_id, None)
             await self.query_one("#tabs", TabbedContent).remove_pane(pane_id)
 
     def _active_pane(self) -> str:
@@ -437,10 +459,8 @@ class MailboxApp(App[None]):
         pane_id = self._active_pane()
         if pane_id == INDEX_PANE or not pane_id:
             return None
-        from termal_tui.tui.widgets.mailbox_view import MailboxView
-
-        views = self.query(f"#{pane_id} MailboxView").results(MailboxView)
-        return next(iter(views), None)
+        view = self._views.get(pane_id)
+        return view if view is not None and view.is_attached else None
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
