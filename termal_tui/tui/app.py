@@ -132,6 +132,7 @@ class MailboxApp(App[None]):
         self.index_model: IndexModel | None = None
         self._panes: dict[str, str] = {}
         self._views: dict[str, MailboxView] = {}  # pane id → its view
+        self._index_lock = asyncio.Lock()
         self._pane_counter = 0
         self._opened_once = False
         self._focused = True  # AppBlur/AppFocus: attention signals only while away
@@ -177,7 +178,8 @@ class MailboxApp(App[None]):
         yield Header()
         with TabbedContent(id="tabs", initial=first.id or "" if first is not None else ""):
             with TabPane(Content("Mailboxes"), id=INDEX_PANE):
-                yield MailboxIndex(id="mailbox-index")
+                if first is None:  # else built behind the tab once its page is drawn
+                    yield MailboxIndex(id="mailbox-index")
             if first is not None:
                 yield first
         yield FittingFooter()  # compact; leaves out the least needed keys when narrow
@@ -203,7 +205,8 @@ class MailboxApp(App[None]):
         )
         self.index_model = model
         model.listeners.append(self._index_update)
-        self.query_one(MailboxIndex).attach(model)
+        for index in self.query(MailboxIndex).results(MailboxIndex):
+            index.attach(model)
         follow_live(self, self.live)
         await self.live.start()
         if self.greeting:
@@ -395,6 +398,24 @@ class MailboxApp(App[None]):
         first = self.initial_mailbox and event.mailbox_id == self.initial_mailbox
         if first and self.index_model is not None:
             self.index_model.release()  # after the first page, never before
+            self.call_after_refresh(self._build_index_behind)  # once the page is drawn
+
+    async def _build_index_behind(self) -> None:
+        with contextlib.suppress(NoMatches):  # shutting down
+            await self.build_index()
+
+    async def build_index(self) -> MailboxIndex:
+        """The index's widget: composed at start, or (when the first frame shows a
+        --mailbox tab) built behind that tab once its page is drawn, or when the index
+        is shown first, whichever comes first."""
+        async with self._index_lock:
+            for index in self.query(MailboxIndex).results(MailboxIndex):
+                return index
+            index = MailboxIndex(id="mailbox-index")
+            await self.query_one(f"#{INDEX_PANE}", TabPane).mount(index)
+            if self.index_model is not None:
+                index.attach(self.index_model)
+            return index
 
     def _index_update(self, update: Update) -> None:
         """The index's model read something: name tabs that were opened before the index
@@ -463,14 +484,15 @@ class MailboxApp(App[None]):
         return view if view is not None and view.is_attached else None
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Keys go to what the tab shows. (Each widget pauses and resumes its own timer
         when it is hidden and shown.)"""
         # The tab active now: a queued event may name one that is no longer active.
         active = self.query("#tabs").results(TabbedContent)
         pane_id = next((tabs.active for tabs in active), None)  # none while shutting down
         if pane_id == INDEX_PANE:
-            self.query_one(MailboxIndex).focus_cards()
+            index = await self.build_index()
+            index.focus_cards()
         elif pane_id:
             view = self.active_view()
             if view is not None:
@@ -556,11 +578,12 @@ class MailboxApp(App[None]):
         if any(isinstance(screen, SessionsScreen) for screen in self.screen_stack):
             return
 
-        def chosen(session_id: str | None) -> None:
+        async def chosen(session_id: str | None) -> None:
             if session_id is None:
                 return
             self.action_show_index()
-            self.query_one(MailboxIndex).filter_to(session_id)
+            index = await self.build_index()
+            index.filter_to(session_id)
 
         self.push_screen(SessionsScreen(self.live), chosen)
 
