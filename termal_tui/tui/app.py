@@ -140,6 +140,21 @@ class MailboxApp(App[None]):
         self._watch: Watch | None = None
         self.keymap_applied: dict[str, str] = {}
         self.sub_title = self._subtitle()
+        # The config's theme before the first frame: set after mounting, it restyled
+        # (and parsed again) every widget of a screen already drawn once.
+        self._theme_problems = self._start_theme(config) if config is not None else []
+
+    def _start_theme(self, config: ViewerConfig) -> list[str]:
+        """The remembered or configured theme; a problem as one sentence."""
+        from termal_tui.viewer_config import remembered_theme
+
+        theme = remembered_theme(config.theme) or config.theme
+        if not theme:
+            return []
+        if theme not in self.available_themes:
+            return [f"There is no theme {theme!r}; the default theme stays."]
+        self.theme = theme
+        return []
 
     def get_css_variables(self) -> dict[str, str]:
         """The theme's variables and the viewer's own colours derived from them (see
@@ -217,15 +232,9 @@ class MailboxApp(App[None]):
     def _apply_config(self, config: ViewerConfig) -> None:
         """Theme, keymap and attention from the config file; each problem one sentence
         in a notification (the defaults stay), never a traceback."""
-        from termal_tui.viewer_config import checked_keymap, remembered_theme
+        from termal_tui.viewer_config import checked_keymap
 
-        problems = list(config.problems)
-        theme = remembered_theme(config.theme) or config.theme
-        if theme:
-            if theme in self.available_themes:
-                self.theme = theme
-            else:
-                problems.append(f"There is no theme {theme!r}; the default theme stays.")
+        problems = [*config.problems, *self._theme_problems]
         # Only a theme chosen from now on is remembered (the signal for the one just
         # set may still be on its way: the theme is compared when it arrives).
         self._theme_at_start = self.theme
