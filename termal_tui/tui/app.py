@@ -133,6 +133,8 @@ class MailboxApp(App[None]):
         )
         self.index_model: IndexModel | None = None
         self._panes: dict[str, str] = {}
+        self._views: dict[str, MailboxView] = {}  # pane id → its view
+        self._index_lock = asyncio.Lock()
         self._pane_counter = 0
         self._opened_once = False
         self._focused = True  # AppBlur/AppFocus: attention signals only while away
@@ -140,6 +142,21 @@ class MailboxApp(App[None]):
         self._watch: Watch | None = None
         self.keymap_applied: dict[str, str] = {}
         self.sub_title = self._subtitle()
+        # The config's theme before the first frame: set after mounting, it restyled
+        # (and parsed again) every widget of a screen already drawn once.
+        self._theme_problems = self._start_theme(config) if config is not None else []
+
+    def _start_theme(self, config: ViewerConfig) -> list[str]:
+        """The remembered or configured theme; a problem as one sentence."""
+        from termal_tui.viewer_config import remembered_theme
+
+        theme = remembered_theme(config.theme) or config.theme
+        if not theme:
+            return []
+        if theme not in self.available_themes:
+            return [f"There is no theme {theme!r}; the default theme stays."]
+        self.theme = theme
+        return []
 
     def get_css_variables(self) -> dict[str, str]:
         """The theme's variables and the viewer's own colours derived from them (see
@@ -172,10 +189,25 @@ class MailboxApp(App[None]):
         return self._clock().strftime("%H:%M:%S")
 
     def compose(self) -> ComposeResult:
+        # With --mailbox on a file that is there, its tab is in the first frame (drawn
+        # before the reader opens: "◌ Loading", then the page), not added to a drawn index.
+        first = self._first_pane() if self.initial_mailbox else None
         yield Header()
-        with TabbedContent(id="tabs"), TabPane(Content("Mailboxes"), id=INDEX_PANE):
-            yield MailboxIndex(id="mailbox-index")
+        with TabbedContent(id="tabs", initial=first.id or "" if first is not None else ""):
+            with TabPane(Content("Mailboxes"), id=INDEX_PANE):
+                if first is None:  # else built behind the tab once its page is drawn
+                    yield MailboxIndex(id="mailbox-index")
+            if first is not None:
+                yield first
         yield FittingFooter()  # compact; leaves out the least needed keys when narrow
+
+    def _first_pane(self) -> TabPane | None:
+        """The --mailbox tab, built before the file is read (None when there is no file
+        yet: the index says it is waiting, and the tab opens when the file appears)."""
+        assert self.initial_mailbox is not None
+        if not os.path.lexists(self.db_path):
+            return None
+        return self._new_pane(self.initial_mailbox)
 
     async def on_mount(self) -> None:
         # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
@@ -190,7 +222,8 @@ class MailboxApp(App[None]):
         )
         self.index_model = model
         model.listeners.append(self._index_update)
-        self.query_one(MailboxIndex).attach(model)
+        for index in self.query(MailboxIndex).results(MailboxIndex):
+            index.attach(model)
         follow_live(self, self.live)
         await self.live.start()
         if self.greeting:
@@ -201,15 +234,9 @@ class MailboxApp(App[None]):
     def _apply_config(self, config: ViewerConfig) -> None:
         """Theme, keymap and attention from the config file; each problem one sentence
         in a notification (the defaults stay), never a traceback."""
-        from termal_tui.viewer_config import checked_keymap, remembered_theme
+        from termal_tui.viewer_config import checked_keymap
 
-        problems = list(config.problems)
-        theme = remembered_theme(config.theme) or config.theme
-        if theme:
-            if theme in self.available_themes:
-                self.theme = theme
-            else:
-                problems.append(f"There is no theme {theme!r}; the default theme stays.")
+        problems = [*config.problems, *self._theme_problems]
         # Only a theme chosen from now on is remembered (the signal for the one just
         # set may still be on its way: the theme is compared when it arrives).
         self._theme_at_start = self.theme
@@ -328,6 +355,13 @@ class MailboxApp(App[None]):
                 if view is not None:
                     view.request_jump(at_sequence)
             return
+        pane = self._new_pane(mailbox_id, at_sequence)
+        tabs.add_pane(pane)
+        tabs.active = pane.id or ""
+        self.call_after_refresh(self._tab_in_view)
+
+    def _new_pane(self, mailbox_id: str, at_sequence: int | None = None) -> TabPane:
+        """A tab for ``mailbox_id`` (its view reads when the source has a file open)."""
         from termal_tui.tui.widgets.mailbox_view import MailboxView
 
         self._pane_counter += 1
@@ -341,9 +375,8 @@ class MailboxApp(App[None]):
         )
         if at_sequence is not None:
             view.request_jump(at_sequence)
-        tabs.add_pane(TabPane(self._tab_title(mailbox_id), view, id=pane_id))
-        tabs.active = pane_id
-        self.call_after_refresh(self._tab_in_view)
+        self._views[pane_id] = view
+        return TabPane(self._tab_title(mailbox_id), view, id=pane_id)
 
     def _tab_in_view(self) -> None:
         """The active tab scrolled into the strip (a tab added and activated at once is
@@ -378,6 +411,24 @@ class MailboxApp(App[None]):
         first = self.initial_mailbox and event.mailbox_id == self.initial_mailbox
         if first and self.index_model is not None:
             self.index_model.release()  # after the first page, never before
+            self.call_after_refresh(self._build_index_behind)  # once the page is drawn
+
+    async def _build_index_behind(self) -> None:
+        with contextlib.suppress(NoMatches):  # shutting down
+            await self.build_index()
+
+    async def build_index(self) -> MailboxIndex:
+        """The index's widget: composed at start, or (when the first frame shows a
+        --mailbox tab) built behind that tab once its page is drawn, or when the index
+        is shown first, whichever comes first."""
+        async with self._index_lock:
+            for index in self.query(MailboxIndex).results(MailboxIndex):
+                return index
+            index = MailboxIndex(id="mailbox-index")
+            await self.query_one(f"#{INDEX_PANE}", TabPane).mount(index)
+            if self.index_model is not None:
+                index.attach(self.index_model)
+            return index
 
     def _index_update(self, update: Update) -> None:
         """The index's model read something: name tabs that were opened before the index
@@ -431,6 +482,7 @@ class MailboxApp(App[None]):
     async def _close_requested(self, event: CloseRequested) -> None:
         pane_id = self._panes.pop(event.mailbox_id, None)
         if pane_id is not None:
+            self._views.pop(pane_id, None)
             await self.query_one("#tabs", TabbedContent).remove_pane(pane_id)
 
     def _active_pane(self) -> str:
@@ -441,20 +493,19 @@ class MailboxApp(App[None]):
         pane_id = self._active_pane()
         if pane_id == INDEX_PANE or not pane_id:
             return None
-        from termal_tui.tui.widgets.mailbox_view import MailboxView
-
-        views = self.query(f"#{pane_id} MailboxView").results(MailboxView)
-        return next(iter(views), None)
+        view = self._views.get(pane_id)
+        return view if view is not None and view.is_attached else None
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Keys go to what the tab shows. (Each widget pauses and resumes its own timer
         when it is hidden and shown.)"""
         # The tab active now: a queued event may name one that is no longer active.
         active = self.query("#tabs").results(TabbedContent)
         pane_id = next((tabs.active for tabs in active), None)  # none while shutting down
         if pane_id == INDEX_PANE:
-            self.query_one(MailboxIndex).focus_cards()
+            index = await self.build_index()
+            index.focus_cards()
         elif pane_id:
             view = self.active_view()
             if view is not None:
@@ -540,11 +591,12 @@ class MailboxApp(App[None]):
         if any(isinstance(screen, SessionsScreen) for screen in self.screen_stack):
             return
 
-        def chosen(session_id: str | None) -> None:
+        async def chosen(session_id: str | None) -> None:
             if session_id is None:
                 return
             self.action_show_index()
-            self.query_one(MailboxIndex).filter_to(session_id)
+            index = await self.build_index()
+            index.filter_to(session_id)
 
         self.push_screen(SessionsScreen(self.live), chosen)
 

@@ -16,7 +16,14 @@ from termal_tui.store.errors import StoreError
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from tests.helpers import cursors, digest
-from tests.viewer_support import app_for, demo_copy, mailbox_between, settle, wait_for
+from tests.viewer_support import (
+    app_for,
+    demo_copy,
+    mailbox_between,
+    press,
+    settle,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -432,3 +439,29 @@ def test_starting_the_viewer_imports_only_what_the_first_screen_needs():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+async def test_with_mailbox_the_tab_is_in_the_first_frame_and_the_index_follows(demo):
+    """--mailbox on a file that is there: the tab is composed with the first frame
+    (before the file is read) and the index is built behind it after the tab's first
+    page; 0 then shows the index with its cards and keys."""
+    from termal_tui.tui.widgets.index import MailboxIndex
+
+    probe = app_for(demo)
+    async with probe.run_test(size=(120, 40)) as pilot:
+        await settle(probe, pilot)
+        target = mailbox_between(probe, "planner", "backend")
+    app = app_for(demo, mailbox_id=target)
+    first_frame: list[tuple[int, int]] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        first_frame.append((len(app.query(MailboxView)), len(app.query(MailboxIndex))))
+        await settle(app, pilot)
+        view = app.active_view()
+        assert view is not None and len(view.messages) == 50
+        await wait_for(lambda: app.query(MailboxIndex))
+        await press(app, pilot, "0")
+        await settle(app, pilot)
+        index = app.query_one(MailboxIndex)
+        assert index.summaries and app.focused is not None
+        assert app.focused in (index, *index.query("*"))
+    assert first_frame == [(1, 0)]
