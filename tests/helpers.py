@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import sqlite3
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,33 @@ def state_of(target: Path | str) -> object:
         rows(target, f"SELECT * FROM {table} ORDER BY 1, 2")
         for table in ("meta", "mailboxes", "mailbox_participants", "mailbox_messages")
     ]
+
+
+def run_cli(
+    argv: list[str],
+    *,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``termal-tui ARGV`` run in this process (``main()``), answered as
+    ``subprocess.run(..., capture_output=True, text=True)`` would: the exit code, stdout
+    and stderr. The directory, environment and stdin are this call's only; a real process
+    costs ~0.3 s of CPU to start, so the tests keep a few for what only a process shows."""
+    import io
+
+    from termal_tui.cli import main
+
+    capsys.readouterr()  # what was printed before is not this command's
+    with monkeypatch.context() as scoped:
+        if cwd is not None:
+            scoped.chdir(cwd)
+        for name, value in (env or {}).items():
+            scoped.setenv(name, value)
+        if stdin is not None:
+            scoped.setattr("sys.stdin", io.StringIO(stdin))
+        code = main(argv)
+        out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["termal-tui", *argv], code, out, err)

@@ -25,24 +25,45 @@ from termal_tui.cli.common import (
 )
 from tests.agents.test_board_tools import make_repo, project, termal_state
 from tests.agents.test_e2e import EXE
+from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 class Shell:
-    def __init__(self, db: Path, cwd: Path, env: dict[str, str] | None = None) -> None:
-        self.db, self.cwd, self.env = db, cwd, env
+    """``termal-tui ... --db DB`` from ``cwd``: a real process, or with ``in_process``
+    (the test's monkeypatch and capsys) ``main()`` in this one (:func:`run_cli`)."""
+
+    def __init__(
+        self,
+        db: Path,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        in_process: tuple[pytest.MonkeyPatch, pytest.CaptureFixture[str]] | None = None,
+    ) -> None:
+        self.db, self.cwd, self.env, self.in_process = db, cwd, env, in_process
 
     def __call__(
         self, *argv: str, cwd: Path | None = None, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
+        env = {"COLUMNS": "120"} | (self.env or {})  # tables at a known width
+        if self.in_process:
+            monkeypatch, capsys = self.in_process
+            return run_cli(
+                [*argv, "--db", str(self.db)],
+                monkeypatch=monkeypatch,
+                capsys=capsys,
+                cwd=cwd or self.cwd,
+                env=env,
+                stdin=stdin,
+            )
         return subprocess.run(
             [EXE, *argv, "--db", str(self.db)],
             capture_output=True,
             text=True,
             cwd=cwd or self.cwd,
             input=stdin,
-            env=os.environ | {"COLUMNS": "120"} | (self.env or {}),  # tables at a known width
+            env=os.environ | env,
             timeout=120,
             check=False,
         )
@@ -54,14 +75,29 @@ class Shell:
 
 
 @pytest.fixture
-def sh(tmp_path: Path) -> Shell:
+def sh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Shell:
+    """The commands in this process; ``real_sh`` runs them as a user does."""
+    repo = make_repo(tmp_path / "shop")
+    shell = Shell(
+        tmp_path / "state" / "coordination.sqlite", repo, in_process=(monkeypatch, capsys)
+    )
+    assert shell("session", "add", "ann").returncode == 0
+    return shell
+
+
+@pytest.fixture
+def real_sh(tmp_path: Path) -> Shell:
     repo = make_repo(tmp_path / "shop")
     shell = Shell(tmp_path / "state" / "coordination.sqlite", repo)
     assert shell("session", "add", "ann").returncode == 0
     return shell
 
 
-def test_set_get_ls_round_trip_in_termals_shapes(sh: Shell):
+def test_set_get_ls_round_trip_in_termals_shapes(real_sh: Shell):
+    """As a user runs it: real processes (the other tests call ``main()``)."""
+    sh = real_sh
     made = sh("board", "set", "status.gate", '{"state": "open", "n": 1.50}', "--as", "ann")
     assert made.returncode == EXIT_OK, made.stderr
     assert made.stdout.strip() == "status.gate: revision 1 (created); scope generation 1"
@@ -164,7 +200,7 @@ def test_busy_is_exit_5_with_termals_no_commit_sentence(
     from termal_tui.cli import main
 
     repo = make_repo(tmp_path / "shop")
-    sh = Shell(tmp_path / "state" / "coordination.sqlite", repo)
+    sh = Shell(tmp_path / "state" / "coordination.sqlite", repo, in_process=(monkeypatch, capsys))
     assert sh("session", "add", "ann").returncode == 0
     assert sh("board", "set", "a", "1", "--as", "ann").returncode == EXIT_OK
     monkeypatch.setenv("TERMAL_TUI_BUSY_TIMEOUT", "0.05")
@@ -246,7 +282,9 @@ def test_project_shares_a_board_across_directories_and_is_kept(sh: Shell, tmp_pa
     assert "unknown project `project-nope`" in unknown.stderr
 
 
-def test_a_termal_project_beside_the_database_is_the_sessions_board(tmp_path: Path):
+def test_a_termal_project_beside_the_database_is_the_sessions_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     """TermAl's own board file (written by TermAl's code, scope ``project-main``) and a
     termal.sqlite naming ``project-main`` for a directory: a termal-tui session in that
     directory reads TermAl's board, and its writes land in TermAl's scope."""
@@ -257,7 +295,7 @@ def test_a_termal_project_beside_the_database_is_the_sessions_board(tmp_path: Pa
     db = state / "coordination.sqlite"
     shutil.copy(FIXTURES / "termal_board" / "coordination.sqlite", db)
     termal_state(state / "termal.sqlite", [project("project-main", "Main", root)])
-    sh = Shell(db, root / "src")
+    sh = Shell(db, root / "src", in_process=(monkeypatch, capsys))
     assert sh("session", "add", "ann").returncode == 0
     listed = sh.json("board", "ls", "--as", "ann")
     stored = sqlite3.connect(db).execute(
