@@ -73,6 +73,8 @@ def test_mcp_with_a_wake_channel_on_an_unreachable_url_is_one_busy_sentence(tmp_
     url = "postgresql://alice:s3cret@127.0.0.1:1/db"
     done = _cli(home, repo, "mcp", "--session", "ann", "--db", url, "--channel")
     assert done.returncode == EXIT_BUSY, done.stderr
-    lines = done.stderr.strip().splitlines()
+    # The failure is one sentence; beside it, the warning that argv shows the password.
+    warning, *lines = done.stderr.strip().splitlines()
+    assert warning.startswith("termal-tui: warning:") and "process list" in warning
     assert len(lines) == 1 and "temporarily busy" in lines[0] and "cannot be reached" in lines[0]
     assert "s3cret" not in done.stderr and "alice:***@" in done.stderr
