@@ -16,6 +16,20 @@ time.tzset()
 for variable in ("NO_COLOR", "TEXTUAL_THEME", "TEXTUAL_ANIMATIONS"):
     os.environ.pop(variable, None)
 
+# ``pytest -n auto``: three test processes per core (at most 16). A viewer test spends much
+# of its time waiting for its app to go idle, and an agent test for a child process: with
+# one process per core the cores idle meanwhile. $PYTEST_XDIST_AUTO_NUM_WORKERS still wins.
+WORKERS_PER_CORE = 3
+MAX_AUTO_WORKERS = 16
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_AUTO_WORKERS, WORKERS_PER_CORE * (cores or 1)))
+
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
