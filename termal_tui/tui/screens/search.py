@@ -79,6 +79,16 @@ class QueryInput(Input):
     BINDINGS = [Binding("down", "screen.to_results", "Results")]
 
 
+class _Results(OptionList):
+    """The results list: tells its screen when its own size changed, once its layout is
+    done (the screen's resize comes before the list has its new width)."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, SearchScreen):
+            screen.results_resized()
+
+
 class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     DEFAULT_CSS = """
     SearchScreen { align: center top; }
@@ -128,7 +138,7 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
                 id="query",
             )
             yield Static(Content(""), id="search-status")
-            yield OptionList(id="results")
+            yield _Results(id="results")
         yield FittingFooter()
 
     def on_mount(self) -> None:
@@ -314,6 +324,10 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
     def on_resize(self) -> None:
         """Results follow the width (each stays a title line and a snippet line)."""
         self.call_after_refresh(self._rewrap)
+
+    def results_resized(self) -> None:
+        """The list's own size changed (its layout is done: its region is the new one)."""
+        self._rewrap()
 
     def _rewrap(self) -> None:
         results = self.query_one("#results", OptionList)
