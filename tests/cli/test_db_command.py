@@ -1,4 +1,5 @@
-"""``termal-tui db copy SRC DST`` through the real command line: a short summary and exit 0
+"""``termal-tui db copy SRC DST`` through the command line (``main()``; one test runs a
+real process): a short summary and exit 0
 both ways, "already up to date" on a rerun, and every refusal as one sentence with the
 table's exit code (never a traceback, never a password)."""
 
@@ -50,9 +51,9 @@ def _one_sentence(done: subprocess.CompletedProcess[str]) -> str:
     return done.stderr
 
 
-def test_copy_into_postgresql_and_back_then_again(tmp_path, pg_url):
+def test_copy_into_postgresql_and_back_then_again(tmp_path, pg_url, cli):
     source = _termal(tmp_path, "termal_board_ours")
-    into = _cli(tmp_path, "db", "copy", str(source), pg_url)
+    into = cli("db", "copy", str(source), pg_url)
     assert into.returncode == 0, into.stderr
     first = into.stdout.splitlines()[0]
     assert first.startswith(f"copied {source} to {pg_url}: ")
@@ -61,31 +62,31 @@ def test_copy_into_postgresql_and_back_then_again(tmp_path, pg_url):
     assert counted["coordination_board_idempotency"] == "13"
     assert counted["mailbox_messages"] == "0"
 
-    again = _cli(tmp_path, "db", "copy", str(source), pg_url)
+    again = cli("db", "copy", str(source), pg_url)
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(f"{pg_url} is already up to date: ")
     assert "nothing was changed" in again.stdout
 
     back = tmp_path / "out" / "coordination.sqlite"
-    out = _cli(tmp_path, "db", "copy", pg_url, "out/coordination.sqlite")
+    out = cli("db", "copy", pg_url, "out/coordination.sqlite")
     assert out.returncode == 0, out.stderr
     assert back.exists()
-    again = _cli(tmp_path, "db", "copy", pg_url, str(back))
+    again = cli("db", "copy", pg_url, str(back))
     assert again.returncode == 0
     assert again.stdout.startswith(f"{back} is already up to date: ")
 
 
-def test_refusals_are_one_sentence_with_the_tables_code(tmp_path, pg_url):
+def test_refusals_are_one_sentence_with_the_tables_code(tmp_path, pg_url, cli):
     source = _termal(tmp_path, "termal_board")
     other = _termal(tmp_path, "termal_board_ours")
-    assert _cli(tmp_path, "db", "copy", str(other), pg_url).returncode == 0
+    assert cli("db", "copy", str(other), pg_url).returncode == 0
 
-    refused = _cli(tmp_path, "db", "copy", str(source), pg_url)
+    refused = cli("db", "copy", str(source), pg_url)
     assert refused.returncode == EXIT_CONFLICT
     assert "already holds other data" in _one_sentence(refused)
 
     nowhere = pg_url.replace("/tests?", "/nodb?")
-    missing = _cli(tmp_path, "db", "copy", str(source), nowhere)
+    missing = cli("db", "copy", str(source), nowhere)
     assert missing.returncode == EXIT_FAILED
     assert 'database "nodb" does not exist' in _one_sentence(missing)
 
@@ -101,15 +102,15 @@ def test_refusals_are_one_sentence_with_the_tables_code(tmp_path, pg_url):
         (("db", "copy", str(tmp_path), pg_url), EXIT_INVALID, "is a directory"),
     ]
     for argv, code, words in cases:
-        done = _cli(tmp_path, *argv)
+        done = cli(*argv)
         assert done.returncode == code, (argv, done.stderr)
         assert words in _one_sentence(done), done.stderr
     assert not (tmp_path / "ftp:").exists()
 
 
-def test_nul_text_into_postgresql_is_refused_by_name(tmp_path, pg_url):
+def test_nul_text_into_postgresql_is_refused_by_name(tmp_path, pg_url, cli):
     source = _termal(tmp_path, "termal_basic")
-    done = _cli(tmp_path, "db", "copy", str(source), pg_url)
+    done = cli("db", "copy", str(source), pg_url)
     assert done.returncode == EXIT_INVALID
     sentence = _one_sentence(done)
     assert "holds the NUL character (U+0000) in body" in sentence
@@ -129,7 +130,7 @@ def test_an_unreachable_server_is_busy_and_no_password_is_shown(tmp_path):
     assert "termal:***@127.0.0.1" in _one_sentence(done)
 
 
-def test_a_destination_file_of_another_kind_is_refused_untouched(tmp_path):
+def test_a_destination_file_of_another_kind_is_refused_untouched(tmp_path, cli):
     import sqlite3
 
     stranger = tmp_path / "notes.sqlite"
@@ -138,34 +139,34 @@ def test_a_destination_file_of_another_kind_is_refused_untouched(tmp_path):
     db.commit()
     db.close()
     before = stranger.read_bytes()
-    done = _cli(tmp_path, "db", "copy", str(_termal(tmp_path, "termal_board")), str(stranger))
+    done = cli("db", "copy", str(_termal(tmp_path, "termal_board")), str(stranger))
     assert done.returncode == EXIT_INVALID
     assert "not a TermAl coordination database" in _one_sentence(done)
     assert stranger.read_bytes() == before
 
 
 @pytest.mark.parametrize("argv", [("db",), ("db", "copy"), ("db", "copy", "a")])
-def test_usage(tmp_path, argv):
-    done = _cli(tmp_path, *argv)
+def test_usage(tmp_path, argv, cli):
+    done = cli(*argv)
     assert done.returncode == EXIT_USAGE
     assert "usage: termal-tui db" in done.stderr
 
 
-def test_the_registry_moves_and_the_summary_says_so(tmp_path):
+def test_the_registry_moves_and_the_summary_says_so(tmp_path, cli):
     source = str(tmp_path / "home" / "coordination.sqlite")
     for name in ("alice", "bob"):
-        assert _cli(tmp_path, "session", "add", name, "--db", source).returncode == 0
-    sent = _cli(tmp_path, "send", "--as", "alice", "--db", source, "bob", "hello")
+        assert cli("session", "add", name, "--db", source).returncode == 0
+    sent = cli("send", "--as", "alice", "--db", source, "bob", "hello")
     assert sent.returncode == 0, sent.stderr
     there = tmp_path / "there" / "coordination.sqlite"
-    done = _cli(tmp_path, "db", "copy", source, str(there))
+    done = cli("db", "copy", source, str(there))
     assert done.returncode == 0, done.stderr
     assert "of the coordination tables and the session registry, in one" in done.stdout
     assert "  sessions " in done.stdout
     (there.with_name("termal-tui-sessions.sqlite")).unlink()
-    again = _cli(tmp_path, "db", "copy", source, str(there))
+    again = cli("db", "copy", source, str(there))
     assert again.returncode == 0, again.stderr
     assert ": 2 rows of the session registry (the coordination tables were up to date)" in (
         again.stdout
     )
-    assert "is already up to date" in _cli(tmp_path, "db", "copy", source, str(there)).stdout
+    assert "is already up to date" in cli("db", "copy", source, str(there)).stdout
