@@ -1,7 +1,7 @@
 """``termal-tui db copy SRC DST`` through the command line (``main()``; one test runs a
-real process): a short summary and exit 0
-both ways, "already up to date" on a rerun, and every refusal as one sentence with the
-table's exit code (never a traceback, never a password)."""
+real process): a short summary and exit 0 both ways, "already up to date" on a rerun,
+and every refusal as one sentence with the table's exit code (never a traceback, never a
+password)."""
 
 from __future__ import annotations
 
