@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -71,15 +70,13 @@ async def test_a_retry_from_another_process_waits_for_the_originals_outcome(db_p
         pass  # the schema exists before the two processes race
     process, message_id = await asyncio.to_thread(_start_original, db_path, 0.8)
     try:
-        assert finalizer_alive(db_path, message_id)
-        started = time.monotonic()
+        assert finalizer_alive(db_path, message_id)  # the retry starts while it finalizes
         receipt = await _retry(db_path)
-        waited = time.monotonic() - started
     finally:
         await asyncio.to_thread(process.wait, 30)
-    # Not the premature `durableButNotWoken` another process used to get at once.
+    # The outcome the original recorded when it was done: not the premature
+    # `durableButNotWoken` another process used to get at once.
     assert receipt.duplicate and receipt.notification_disposition == "deliveredToIdleSession"
-    assert 0.3 < waited < 5.0
     assert not finalizer_alive(db_path, message_id)  # released with the outcome
 
 
@@ -90,10 +87,10 @@ async def test_a_finalizer_killed_mid_flight_resolves_to_durable_but_not_woken_a
     os.kill(process.pid, signal.SIGKILL)
     await asyncio.to_thread(process.wait, 30)
     assert not finalizer_alive(db_path, message_id)  # the kernel let the claim go
-    started = time.monotonic()
-    receipt = await _retry(db_path)
+    # At once: a retry that waited for the dead finalizer would outlast this deadline and
+    # answer "still finalizing" instead.
+    receipt = await _retry(db_path, deadline=0.5)
     assert receipt.duplicate and receipt.notification_disposition == "durableButNotWoken"
-    assert time.monotonic() - started < 1.0
 
 
 async def test_a_finalizer_still_running_at_the_deadline_makes_the_retry_retryable(db_path):
@@ -101,10 +98,8 @@ async def test_a_finalizer_still_running_at_the_deadline_makes_the_retry_retryab
         pass
     process, _message_id = await asyncio.to_thread(_start_original, db_path, 60.0)
     try:
-        started = time.monotonic()
         with pytest.raises(RetryableError, match="still finalizing"):
             await _retry(db_path, deadline=0.6)
-        assert 0.5 < time.monotonic() - started < 3.0
     finally:
         process.kill()
         await asyncio.to_thread(process.wait, 30)
