@@ -170,8 +170,11 @@ class PgDatabase:
     ) -> T:
         """``work`` in one transaction (READ ONLY on a read-only database); failures are
         typed store errors. ``commit``: the operation named if COMMIT itself fails.
-        ``single``: ``work`` is one statement that only reads, atomic by itself: it runs
-        without BEGIN and COMMIT (one round trip instead of three)."""
+        ``single``: ``work`` only reads, and needs no snapshot shared between its
+        statements (one statement, atomic by itself; or reads that a READ COMMITTED
+        transaction would run each on its own snapshot anyway): it runs without BEGIN
+        and COMMIT (two round trips fewer). Never on a read-only database's reader, whose
+        calls share one snapshot."""
         committing = False
         try:
             async with self._pool.connection(timeout=self.deadline) as conn:
