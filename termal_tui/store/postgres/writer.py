@@ -205,12 +205,24 @@ SELECT COALESCE((SELECT left_at IS NOT NULL FROM target), FALSE), (SELECT n FROM
 """
 
 
-# The caller still takes part (else 404), and the mailbox's latest sequence: one trip.
-_ACK_CHECKS: Final = (
-    "SELECT (SELECT 1 FROM mailbox_participants WHERE mailbox_id = %(mid)s "
-    "AND session_id = %(s)s AND left_at IS NULL), "
-    "(SELECT next_sequence - 1 FROM mailboxes WHERE id = %(mid)s)"
+# The caller still takes part (else 404), the mailbox's latest sequence, and the
+# compare-and-swap itself, done only when those checks pass (a failed check raises, which
+# rolls back anyway): one trip. A swap that waits for a concurrent acknowledgement's row
+# lock re-checks ``processed_through = expected`` against the committed value.
+_ACK_SWAP: Final = """
+WITH checks AS (
+  SELECT (SELECT 1 FROM mailbox_participants WHERE mailbox_id = %(mid)s
+    AND session_id = %(s)s AND left_at IS NULL) AS taking_part,
+  (SELECT next_sequence - 1 FROM mailboxes WHERE id = %(mid)s) AS latest
+), swapped AS (
+  UPDATE mailbox_participants SET processed_through = %(through)s
+  WHERE mailbox_id = %(mid)s AND session_id = %(s)s AND left_at IS NULL
+    AND processed_through = %(expected)s
+    AND %(through)s <= (SELECT latest FROM checks)
+  RETURNING 1
 )
+SELECT taking_part, latest, (SELECT COUNT(*) FROM swapped) FROM checks
+"""
 
 
 def claims_key(url: str) -> Path:
@@ -646,19 +658,22 @@ class PgMailboxWriter:
         rules.check_acknowledgement(expected_processed_through, processed_through)
 
         async def work(conn: Conn) -> MailboxSummary:
-            row = await one(conn, _ACK_CHECKS, {"mid": mailbox_id, "s": session_id})
+            row = await one(
+                conn,
+                _ACK_SWAP,
+                {
+                    "mid": mailbox_id,
+                    "s": session_id,
+                    "through": processed_through,
+                    "expected": expected_processed_through,
+                },
+            )
             if row[0] is None:
                 raise NotFoundError(rules.NOT_PARTICIPANT)
             if row[1] is None:
                 raise NotFoundError(rules.ACK_MAILBOX_NOT_FOUND)
             rules.check_within_latest(processed_through, row[1])
-            swapped = await count(
-                conn,
-                "UPDATE mailbox_participants SET processed_through = %s "
-                "WHERE mailbox_id = %s AND session_id = %s AND left_at IS NULL "
-                "AND processed_through = %s",
-                (processed_through, mailbox_id, session_id, expected_processed_through),
-            )
+            swapped = int(row[2])
             if swapped == 0:
                 current = await one(
                     conn,
