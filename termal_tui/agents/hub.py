@@ -410,16 +410,12 @@ class Hub:
             await Response(b"", status_code=204)(scope, receive, send)
 
     async def health(self, request: Request) -> Response:
-        """``doctor --json`` of the hub's file (a token is needed: it names mailboxes)."""
+        """``doctor --json`` of the hub's database, the file or PostgreSQL (a token is
+        needed: it names mailboxes)."""
         if caller_of(request.scope) is None:
             return json_error(
                 401, "invalid_token", "Authentication required",
                 {"www-authenticate": 'Bearer error="invalid_token"'},
-            )  # fmt: skip
-        if self.options.on_postgres:
-            return json_error(
-                501, "not_implemented",
-                "the health report (doctor) is not yet available on PostgreSQL", {},
             )  # fmt: skip
         from termal_tui.health import Thresholds, health_report
         from termal_tui.store.reader import open_reader
