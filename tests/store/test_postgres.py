@@ -496,3 +496,38 @@ async def test_a_message_that_commits_after_a_later_one_still_reaches_the_activi
         "late",
         "first",
     ]
+
+
+async def test_the_activity_reads_ask_for_insertion_order_once_per_reader(writer, db):
+    await send(writer, body="one")
+    async with open_reader(db) as reader:
+        for _ in range(3):
+            await reader.activity_snapshot(after_rowid=None, limit=10)
+            await reader.activity_page(before_rowid=None, limit=10)
+            await reader.sessions_overview()
+        assert reader.insertion_order.present and reader.insertion_order.asked == 1
+
+
+async def test_a_database_without_insertion_order_is_asked_again_until_it_has_it(db):
+    from termal_tui.store.postgres.activity import NO_INSERTION_ORDER, InsertionOrder
+
+    order = InsertionOrder()
+    from termal_tui.store.postgres.activity import messages_before
+
+    async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+        await conn.execute(b"CREATE TABLE mailbox_messages (id TEXT)")
+        for _ in range(2):
+            with pytest.raises(StorageError, match="no insertion_order"):
+                await messages_before(conn, None, 10, order)
+        assert (order.present, order.asked) == (False, 2)
+        # What a writer adds (its unique index is what is looked for).
+        await conn.execute(
+            b"ALTER TABLE mailbox_messages ADD COLUMN insertion_order BIGINT "
+            b"GENERATED ALWAYS AS IDENTITY"
+        )
+        await conn.execute(
+            b"CREATE UNIQUE INDEX mailbox_messages_insertion_order "
+            b"ON mailbox_messages(insertion_order)"
+        )
+        assert await order(conn) and await order(conn) and order.asked == 3
+    assert "insertion_order" in NO_INSERTION_ORDER
