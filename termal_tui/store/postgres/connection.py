@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
@@ -61,6 +62,34 @@ _ACCESS: Final = (
 )
 
 
+# A connection the server refused for who is asking, told apart by the server's words
+# (libpq reports them with no SQLSTATE): never "busy" — waiting changes nothing. A server
+# that speaks another language (``lc_messages``) is not recognized and stays busy.
+_REFUSALS: Final = (
+    (re.compile(r'FATAL:\s+database "(.*?)" does not exist'),
+     'the database "{}" does not exist on that server (create it, or correct the URL)'),
+    (re.compile(r'FATAL:\s+role "(.*?)" does not exist'),
+     'the role "{}" does not exist on that server (create it, or correct the URL)'),
+    (re.compile(r'FATAL:\s+password authentication failed for user "(.*?)"'),
+     'the server refused the password of the role "{}"'),
+    (re.compile(r"FATAL:\s+no pg_hba\.conf entry for host"),
+     "the server's pg_hba.conf admits no connection from this host for that role and "
+     "database"),
+)  # fmt: skip
+
+
+def refusal(url: str, error: BaseException) -> StorageError | None:
+    """A connection refused for its database, role or password, as one sentence (a
+    storage failure: nothing was changed, and retrying will not help); None otherwise."""
+    text = str(error)
+    for pattern, sentence in _REFUSALS:
+        found = pattern.search(text)
+        if found:
+            said = sentence.format(*(scrub(g, url) for g in found.groups()))
+            return StorageError(f"cannot use PostgreSQL at {redact(url)}: {said}")
+    return None
+
+
 def first_line(error: BaseException, url: str) -> str:
     text = str(error).strip().splitlines()
     return scrub(text[0] if text else type(error).__name__, url).removeprefix("connection failed: ")
@@ -88,6 +117,9 @@ def describe_error(
         )
     if isinstance(error, _ACCESS):
         return StorageError(f"cannot use PostgreSQL at {shown}: {reason}")
+    refused = refusal(url, error) if isinstance(error, psycopg.OperationalError) else None
+    if refused is not None:
+        return refused
     if isinstance(error, _RETRYABLE):
         return RetryableError(busy_message(operation))
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
@@ -149,6 +181,9 @@ class PgDatabase:
                 self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
             )
         except psycopg.Error as error:
+            refused = refusal(self.url, error)
+            if refused is not None:
+                raise refused from None
             if isinstance(error, psycopg.OperationalError) and not isinstance(error, _ACCESS):
                 raise RetryableError(
                     busy_message(f"connecting to PostgreSQL at {self.shown}")
