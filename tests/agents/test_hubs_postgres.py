@@ -123,6 +123,40 @@ async def test_a_send_through_one_hub_wakes_a_watcher_on_another(pg_url: str, no
     registry.close()
 
 
+async def test_a_pass_the_store_cut_short_runs_again_by_itself(pg_url: str, no_nudges):
+    """The pass a notification started fails (the store busy, or a connection the outage
+    killed): nothing else will wake the watcher (no poll, no rescan), so it runs the pass
+    again by itself, and the wake is pushed."""
+    from termal_tui.store.errors import RetryableError
+
+    registry = Registry.beside(pg_url)
+    alice, bob = registry.add("alice"), registry.add("bob")
+    async with hubs(pg_url) as (hub_a, hub_b):
+        pushes = Pushes()
+        watcher = ChannelWatcher(
+            hub_b, registry, bob.id, pushes.push, interval=NEVER, rescan=NEVER, retry=0.05
+        )
+        async with watching(watcher):
+            await until(lambda: watcher.holding and watcher._feed and watcher._feed.live)
+            await until(lambda: not watcher._boot)  # the boot pass is done
+            real = hub_b.wakeups_for_session
+            failed: list[str] = []
+
+            async def once_busy(*args: Any, **kwargs: Any) -> Any:
+                if not failed:
+                    failed.append(bob.id)
+                    raise RetryableError("mailbox storage is temporarily busy")
+                return await real(*args, **kwargs)
+
+            hub_b.wakeups_for_session = once_busy  # type: ignore[method-assign]
+            sender = AgentTools(hub_a, registry, alice.id, wake=WakeTiming(wait=0))
+            sent = await sender.send("bob", "Review PR 12.", "pr-12")
+            await pushes.wait_for(1)
+            assert failed == [bob.id]
+            assert pushes.wakes[0].mailbox_id == sent.receipt.mailbox_id
+    registry.close()
+
+
 async def test_one_listening_connection_serves_every_watcher_of_a_hub(pg_url: str, no_nudges):
     registry = Registry.beside(pg_url)
     alice = registry.add("alice")

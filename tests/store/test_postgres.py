@@ -531,3 +531,37 @@ async def test_a_database_without_insertion_order_is_asked_again_until_it_has_it
         )
         assert await order(conn) and await order(conn) and order.asked == 3
     assert "insertion_order" in NO_INSERTION_ORDER
+
+
+async def test_a_read_on_a_pooled_connection_the_outage_killed_runs_again_on_a_sound_one(
+    pg_server, pg_url
+):
+    """Connections idle in the pool when the server went away fail the first statement
+    sent on them: a read (or a wake-state update) runs once more on a sound connection
+    instead of failing its caller; an append is not run again by the store (its caller
+    replays it with its idempotency key) and answers busy, nothing committed."""
+    from tests.pg_gate import PgGate
+
+    gate = PgGate(pg_server.port)
+    gated = gate.url(pg_url, await gate.start())
+    try:
+        async with open_writer(gated) as writer:
+            first = await send(writer, key="k1")
+            # Several connections idle in the pool, all of them cut by the outage.
+            await asyncio.gather(*(writer.list_mailboxes(session_id="session-a") for _ in range(4)))
+            gate.shut()
+            gate.reopen()
+            listed = await writer.list_mailboxes(session_id="session-a")
+            assert [m.id for m in listed] == [first.mailbox_id]
+            assert writer._db.reconnects == 1  # type: ignore[attr-defined]
+            assert await writer.mark_delivered_through("session-b", first.mailbox_id, 1) == 1
+
+            gate.shut()
+            gate.reopen()
+            try:
+                receipt = await send(writer, key="k2")
+            except RetryableError:
+                receipt = await send(writer, key="k2")  # the caller's replay
+            assert receipt.sequence == 2 and not receipt.duplicate
+    finally:
+        await gate.close()

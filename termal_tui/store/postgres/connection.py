@@ -12,6 +12,7 @@ shown redacted and the driver's text is scrubbed of the URL's secrets.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -156,6 +157,7 @@ class PgDatabase:
         self.read_only = read_only
         self.deadline = deadline
         self._lock_timeout_ms = lock_timeout_ms
+        self.reconnects = 0  # calls run again after their connection was found dead
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
             url,
             min_size=1,
@@ -201,7 +203,13 @@ class PgDatabase:
         await self._pool.close()
 
     async def run(
-        self, work: Work[T], operation: str, *, commit: str | None = None, single: bool = False
+        self,
+        work: Work[T],
+        operation: str,
+        *,
+        commit: str | None = None,
+        single: bool = False,
+        idempotent: bool | None = None,
     ) -> T:
         """``work`` in one transaction (READ ONLY on a read-only database); failures are
         typed store errors. ``commit``: the operation named if COMMIT itself fails.
@@ -209,34 +217,59 @@ class PgDatabase:
         statements (one statement, atomic by itself; or reads that a READ COMMITTED
         transaction would run each on its own snapshot anyway): it runs without BEGIN
         and COMMIT (two round trips fewer). Never on a read-only database's reader, whose
-        calls share one snapshot."""
-        committing = False
-        try:
-            async with self._pool.connection(timeout=self.deadline) as conn:
-                if single:
-                    return await work(conn)
-                async with conn.transaction():
-                    if self.read_only:
-                        # One snapshot for the whole call, as a read on a file has.
-                        await conn.execute(
-                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                        )
-                    result = await work(conn)
-                    committing = True
-                return result
-        except PoolTimeout:
-            raise RetryableError(busy_message(operation)) from None
-        except psycopg.Error as error:
-            raise describe_error(
-                self.url,
-                error,
-                commit if committing and commit else operation,
-                committing=committing,
-            ) from None
-        except TimeoutError:
-            raise RetryableError(busy_message(operation)) from None
-        except asyncio.CancelledError:
-            raise
+        calls share one snapshot.
+
+        A pooled connection the server dropped while it sat idle (a restart, a network
+        cut) fails the first statement sent on it. When ``work`` may simply run again —
+        ``idempotent``, by default every read — such a failure before COMMIT (so nothing
+        was committed) is not the caller's: ``work`` runs once more on a sound connection.
+        Whatever the work, the pool's idle connections are checked after such a failure
+        (the dead ones, likely all lost together, are discarded), so a caller's replay
+        does not meet the next one. Anything else is said as it was."""
+        again = (single or self.read_only) if idempotent is None else idempotent
+        for attempt in (1, 2):
+            committing = False
+            broken = False
+            try:
+                async with self._pool.connection(timeout=self.deadline) as conn:
+                    try:
+                        if single:
+                            return await work(conn)
+                        async with conn.transaction():
+                            if self.read_only:
+                                # One snapshot for the whole call, as a read on a file has.
+                                await conn.execute(
+                                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                                )
+                            result = await work(conn)
+                            committing = True
+                        return result
+                    except (psycopg.OperationalError, psycopg.InterfaceError):
+                        broken = conn.broken
+                        raise
+            except PoolTimeout:
+                raise RetryableError(busy_message(operation)) from None
+            except psycopg.Error as error:
+                if broken:
+                    # The others idle beside it were likely lost together: checked now,
+                    # the dead ones discarded, so the next call (or the caller's replay)
+                    # meets a sound one.
+                    with contextlib.suppress(Exception):
+                        await self._pool.check()
+                    if again and not committing and attempt == 1:
+                        self.reconnects += 1
+                        continue
+                raise describe_error(
+                    self.url,
+                    error,
+                    commit if committing and commit else operation,
+                    committing=committing,
+                ) from None
+            except TimeoutError:
+                raise RetryableError(busy_message(operation)) from None
+            except asyncio.CancelledError:
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def one(conn: psycopg.AsyncConnection[Any], sql: str, params: Any = ()) -> Any:

@@ -542,6 +542,7 @@ class PgMailboxWriter:
                 work,
                 "beginning initial mailbox dispatch outcome update",
                 commit="committing initial mailbox dispatch outcome update",
+                idempotent=True,  # recorded once: a second run finds it recorded
             )
         finally:
             self.abandon_dispatch(message_id)
@@ -552,8 +553,12 @@ class PgMailboxWriter:
         self._claims.release(message_id)
 
     async def _update_count(self, sql: str, params: dict[str, Any]) -> int:
+        # A wake state's update may run again (it only moves rows forward).
         return await self._db.run(
-            lambda conn: count(conn, sql, params), LIFECYCLE_BEGIN, commit=LIFECYCLE_COMMIT
+            lambda conn: count(conn, sql, params),
+            LIFECYCLE_BEGIN,
+            commit=LIFECYCLE_COMMIT,
+            idempotent=True,
         )
 
     async def mark_recovered_through(
