@@ -19,7 +19,7 @@ from termal_tui.cli.common import (
     CommandError,
     add_db,
     db_target,
-    default_db_path,
+    local_db_path,
 )
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def _explicit_db(args: argparse.Namespace) -> Path | str | None:
 
 def _records() -> Path:
     """Where setup keeps what each file was before it (termal-tui's own directory)."""
-    return default_db_path().parent / "setup"
+    return local_db_path().parent / "setup"
 
 
 def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -258,10 +258,10 @@ def _registration(
     import asyncio
 
     from termal_tui.agents.registry import registry_path_for
-    from termal_tui.cli.agents import database, mailbox_database, registry_for
+    from termal_tui.cli.agents import mailbox_database, registry_for
 
     # The one check of the database and its registry (a URL: as given, password and all).
-    path = mailbox_database(args, parser) if _given_url(args) else database(args, parser)
+    path = mailbox_database(args, parser)
     registry = registry_for(path)
     known = isinstance(path, str) or registry_path_for(path).exists()
     if known and registry.find_live_by_name(session):
@@ -339,7 +339,7 @@ def _check_plugin(
         given = options.get("db")
         # Its server gets Claude Code's environment (no TERMAL_HOME); its hooks all of it.
         server_default = setup.default_db_in(setup.client_env("claude", None, os.environ))
-        hooks_default = default_db_path()
+        hooks_default = setup.default_db_in(os.environ)
         if isinstance(given, str) and given:
             db: Path | str | None = setup.as_database(given)
         else:
@@ -403,12 +403,6 @@ def _remove(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("dry run: nothing written")
     return EXIT_OK
-
-
-def _given_url(args: argparse.Namespace) -> bool:
-    from termal_tui.store.urls import is_postgres_url
-
-    return bool(args.db_option) and is_postgres_url(args.db_option)
 
 
 def _session_id(db: Path | str, name: str) -> str | None:
