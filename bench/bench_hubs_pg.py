@@ -47,7 +47,12 @@ from termal_tui.agents.registry import Registry
 from termal_tui.store.writer import open_writer
 from tests.pg_server import start_server
 
-KEEP_OPEN = ("--keep-alive", "3600", "--session-idle", "3600")
+# Every agent connects from one address (loopback): at 128 agents, more than the default
+# 32 connections per address are waiting for their first answer on a loaded machine,
+# and the hub's guard would set the oldest aside (and close it 30 s later).
+KEEP_OPEN = (
+    "--keep-alive", "3600", "--session-idle", "3600", "--max-pending-per-address", "1000",
+)  # fmt: skip
 BENCH_PG_SETTINGS = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "off"}
 
 

@@ -150,13 +150,15 @@ class RegistryTokenVerifier:
         self.registry = registry
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        # Read afresh on every request (a revoked token stops at the next one): at once on
-        # the loop when the registry can answer without waiting, else in a worker thread.
+        # Read afresh on every request (a revoked token stops at the next one) — or, on
+        # PostgreSQL, from the hub's identity cache, which every revocation empties on every
+        # hub through a notification (``Registry.known_token``) — at once on the loop when
+        # the registry can answer without waiting, else in a worker thread.
         try:
             try:
-                session = self.registry.at_once(lambda: self.registry.session_for_token(token))
+                session = self.registry.at_once(lambda: self.registry.known_token(token))
             except WouldWait:
-                session = await asyncio.to_thread(self.registry.session_for_token, token)
+                session = await asyncio.to_thread(self.registry.known_token, token)
         except RetryableError as error:  # busy, or the database cannot be reached: 503
             raise RegistryBusy(str(error).rstrip(".")) from None
         except Exception:  # a failing registry lets nobody in
@@ -340,12 +342,26 @@ class Hub:
         ):
             self.writer, self.board_writer = writer, board_writer
             self._background = background
+            feed = self._registry_feed()
             try:
                 async with self.manager.run():
                     yield
             finally:
                 background.cancel_scope.cancel()
                 self._background = None
+                if feed is not None:
+                    await feed.close()
+
+    def _registry_feed(self) -> Any:
+        """On PostgreSQL: the identity cache and the connection that keeps it honest
+        (``store/registry/cache.py``); the hub's calls use it once it listens."""
+        if not self.options.on_postgres:
+            return None
+        from termal_tui.store.postgres.notify import RegistryFeed
+
+        feed = RegistryFeed(str(self.options.db_path), self.registry.enable_cache())
+        feed.start()
+        return feed
 
     async def hook(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``termal-tui hook EVENT --remote URL``: one hook run for the token's session
@@ -394,16 +410,12 @@ class Hub:
             await Response(b"", status_code=204)(scope, receive, send)
 
     async def health(self, request: Request) -> Response:
-        """``doctor --json`` of the hub's file (a token is needed: it names mailboxes)."""
+        """``doctor --json`` of the hub's database, the file or PostgreSQL (a token is
+        needed: it names mailboxes)."""
         if caller_of(request.scope) is None:
             return json_error(
                 401, "invalid_token", "Authentication required",
                 {"www-authenticate": 'Bearer error="invalid_token"'},
-            )  # fmt: skip
-        if self.options.on_postgres:
-            return json_error(
-                501, "not_implemented",
-                "the health report (doctor) is not yet available on PostgreSQL", {},
             )  # fmt: skip
         from termal_tui.health import Thresholds, health_report
         from termal_tui.store.reader import open_reader

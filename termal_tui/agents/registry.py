@@ -40,6 +40,14 @@ from termal_tui.store.registry import projects as store_projects
 from termal_tui.store.registry import sessions as store_sessions
 from termal_tui.store.registry import tokens as store_tokens
 from termal_tui.store.registry import wakes as store_wakes
+from termal_tui.store.registry.cache import (
+    BY_ID,
+    BY_KEY,
+    BY_TOKEN,
+    MISSING,
+    NO_MARKERS,
+    IdentityCache,
+)
 from termal_tui.store.registry.database import RegistryDatabase, WouldWait
 from termal_tui.store.registry.schema import REGISTRY_FILE as REGISTRY_FILE
 from termal_tui.store.registry.schema import REGISTRY_VERSION as REGISTRY_VERSION
@@ -67,6 +75,9 @@ class Session(NamedTuple):
     removed_at: str | None
     turn_started_at: str | None
     channel: Listener | None = None  # who held its channel when it was read
+    # False: from a hub's identity cache (``Registry.known``): its turn and channel were
+    # not read (they say idle and not connected); read them with ``Registry.get``.
+    fresh: bool = True
 
     @property
     def live(self) -> bool:
@@ -151,13 +162,26 @@ class Registry:
             self.shown = str(self.path)
             self._db = RegistryDatabase(self.path, busy_timeout)
         self._here = threading.local()  # ``at_once`` is on for this thread's reads
+        # What a hub on PostgreSQL remembers between calls (``enable_cache``); None: every
+        # read goes to the database (a file's reads are answered at once anyway).
+        self.cache: IdentityCache | None = None
 
-    def _connect(self, write: bool, *, exclusive: bool = False) -> AbstractContextManager[Any]:
+    def enable_cache(self) -> IdentityCache:
+        """Remember identities between calls (``store/registry/cache.py``): the caller
+        feeds the cache the registry's change notifications (``RegistryFeed``); until it
+        listens, the cache answers nothing."""
+        if self.cache is None:
+            self.cache = IdentityCache()
+        return self.cache
+
+    def _connect(
+        self, write: bool, *, exclusive: bool = False, announce: bool = False
+    ) -> AbstractContextManager[Any]:
         if getattr(self._here, "at_once", False):
             if not isinstance(self._db, RegistryDatabase):
                 raise WouldWait  # a server's answer is a network round trip: a worker's
             return self._db.at_once(write)
-        return self._db.transaction(write, exclusive=exclusive)
+        return self._db.transaction(write, exclusive=exclusive, announce=announce)
 
     def at_once(self, read: Callable[[], T]) -> T:
         """``read()`` — calls of this registry's reading methods — answered at once on the
@@ -202,7 +226,8 @@ class Registry:
             return []
         now = self.clock()
         by_session: dict[str, list[Listener]] = {}
-        for row in store_wakes.listeners(db):
+        only = str(rows[0][0]) if len(rows) == 1 else None  # one session: its listeners
+        for row in store_wakes.listeners(db, only):
             by_session.setdefault(row[1], []).append(Listener(*row))
         return [
             Session(*row, channel_holder(by_session.get(str(row[0]), ()), now))  # type: ignore[arg-type,call-arg]
@@ -217,7 +242,7 @@ class Registry:
     def add(self, raw_name: str, agent: str | None = None, workdir: str | None = None) -> Session:
         """Register a new session; its id is minted once and kept across restarts."""
         name = validate_name(raw_name)
-        with self._connect(write=True, exclusive=True) as db:
+        with self._connect(write=True, exclusive=True, announce=True) as db:
             clash = store_sessions.by_key_live(db, name_key(name))
             if clash is None:  # a live name that reads the same (one registered earlier)
                 skeleton = name_skeleton(name)
@@ -248,7 +273,7 @@ class Registry:
         name (the demo's sessions, so `send --db DEMO --as planner` writes into what the
         viewer shows). An id already registered is returned as it is."""
         name = validate_name(raw_name)
-        with self._connect(write=True, exclusive=True) as db:
+        with self._connect(write=True, exclusive=True, announce=True) as db:
             known = self._one(db, store_sessions.get(db, session_id))
             if known is not None:
                 return known
@@ -339,7 +364,7 @@ class Registry:
     def remove(self, reference: str) -> Session:
         """Mark a session removed (its mailboxes' participation is ended by the caller)."""
         target = self.resolve_own(reference)
-        with self._connect(write=True) as db:
+        with self._connect(write=True, announce=True) as db:
             store_sessions.mark_removed(db, target.id, _now())
             found = self._one(db, store_sessions.get(db, target.id))
         assert found is not None
@@ -479,14 +504,14 @@ class Registry:
 
         me = self.resolve_own(reference)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        with self._connect(write=True) as db:
+        with self._connect(write=True, announce=True) as db:
             store_tokens.issue(db, me.id, token, _now())
         return me, token
 
     def revoke_token(self, reference: str) -> tuple[Session, bool]:
         """End a session's token; returns the session and whether it had a live one."""
         me = self.resolve_own(reference)
-        with self._connect(write=True) as db:
+        with self._connect(write=True, announce=True) as db:
             ended = store_tokens.revoke(db, me.id, _now())
         return me, ended
 
@@ -495,6 +520,89 @@ class Registry:
         session was removed)."""
         with self._connect(write=False) as db:
             return self._one(db, store_sessions.by_token_hash(db, token_hash(token)))
+
+    # ------------------------------------------------------------ remembered identities
+    #
+    # What a call checks again and again (whose token this is, whether a session exists
+    # and is live, its name): from the cache when this registry keeps one, else read
+    # as above. A session from the cache is ``fresh=False``: its turn and channel were
+    # not read.
+
+    def known(self, session_id: str) -> Session | None:
+        """As :meth:`get`, possibly from the cache (then without turn and channel)."""
+        cache = self.cache
+        if cache is None:
+            return self.get(session_id)
+        found = cache.get(BY_ID, session_id)
+        if found is not MISSING:
+            return found  # type: ignore[no-any-return]
+        generation = cache.generation()
+        with self._connect(write=False) as db:
+            row = store_sessions.get(db, session_id)
+        if row is None:
+            return None  # unknown ids are not remembered (any caller may name any id)
+        session = _identity(row)
+        cache.put(BY_ID, session_id, session, generation)
+        return session
+
+    def known_by_name(self, name: str) -> list[Session]:
+        """As :meth:`by_name`, possibly from the cache (then without turn and channel)."""
+        cache = self.cache
+        if cache is None:
+            return self.by_name(name)
+        key = name_key(name.strip())
+        found = cache.get(BY_KEY, key)
+        if found is not MISSING:
+            return found  # type: ignore[no-any-return]
+        generation = cache.generation()
+        with self._connect(write=False) as db:
+            sessions = [_identity(row) for row in store_sessions.by_key(db, key)]
+        if sessions:
+            cache.put(BY_KEY, key, sessions, generation)
+        return sessions
+
+    def known_token(self, token: str) -> Session | None:
+        """As :meth:`session_for_token`, possibly from the cache (then without turn and
+        channel). Only a live token's session is remembered: a revoked or unknown token
+        is read again each time it is presented."""
+        cache = self.cache
+        if cache is None:
+            return self.session_for_token(token)
+        digest = token_hash(token)
+        found = cache.get(BY_TOKEN, digest)
+        if found is not MISSING:
+            return found  # type: ignore[no-any-return]
+        generation = cache.generation()
+        with self._connect(write=False) as db:
+            row = store_sessions.by_token_hash(db, digest)
+        if row is None:
+            return None
+        session = _identity(row)
+        cache.put(BY_TOKEN, digest, session, generation)
+        return session
+
+    def presence(self, session: Session) -> Session | None:
+        """``session`` with its turn and channel as they are now (read again unless it
+        was just read); None if it is no longer registered."""
+        if session.fresh:
+            return session
+        return self.get(session.id)
+
+    def markers_clear(self, session_id: str) -> bool:
+        """Whether this session is remembered to have no ``left_at`` marker (so there is
+        nothing to reactivate); always False without a cache."""
+        cache = self.cache
+        return cache is not None and cache.get(NO_MARKERS, session_id) is True
+
+    def markers_generation(self) -> int | None:
+        """Taken before reading a session's markers (see :meth:`remember_markers_clear`)."""
+        return None if self.cache is None else self.cache.generation()
+
+    def remember_markers_clear(self, session_id: str, generation: int | None) -> None:
+        """The session had no ``left_at`` marker when read after ``generation`` was taken
+        (every write of markers is announced: the cache is emptied when one is set)."""
+        if self.cache is not None:
+            self.cache.put(NO_MARKERS, session_id, True, generation)
 
     def token_holders(self) -> set[str]:
         """Ids of the sessions with a live token."""
@@ -534,6 +642,11 @@ class Registry:
 
 def _now() -> str:
     return format_timestamp(utc_now_ns())
+
+
+def _identity(row: tuple[object, ...]) -> Session:
+    """A session row as the cache keeps it: no turn, no channel, not fresh."""
+    return Session(*row[:6], None, None, False)  # type: ignore[arg-type,call-arg]
 
 
 __all__ = [

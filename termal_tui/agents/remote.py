@@ -18,8 +18,10 @@ A call that fails in transit reconnects and is sent once more: all nine tools ar
 to replay (a send replays its idempotency key, a satisfied acknowledgement is a no-op).
 If that fails too, a send or an acknowledgement that may have reached the hub says its
 outcome is unknown, in TermAl's words, so the agent retries with the same key or
-re-lists its cursor; a call that never left (connection refused) says nothing was sent,
-and a refused token says so.
+re-lists its cursor; a call that never left (connection refused) says nothing was sent.
+A call the hub answered with a status that means it did nothing with it (a refused
+token, busy, rate-limited, too large: :data:`HUB_STATUSES`, one table) says that, and
+whether retrying the same call is safe — never "outcome unknown".
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import httpx2
@@ -57,6 +59,36 @@ from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN
 WAKE_HEADER = "TermAl-Wake"  # hub.WAKE_HEADER (not imported: the shim needs no uvicorn)
 LISTENER_HEADER = "TermAl-Listener"  # pid@host of this shim, shown by `session list`
 SESSION_HEADER = "mcp-session-id"
+TOOL_CALL_METHOD = b'"tools/call"'
+
+# Every HTTP status a termal-tui hub answers a tool call with before doing anything with
+# it, and what the agent is told: nothing was changed, and what to do. Any other status
+# (a 500, a proxy's 502 or 504) or no answer at all may have come after the call was
+# done: a send or an acknowledgement then says its outcome is unknown.
+HUB_STATUSES: Final[dict[int, str]] = {
+    400: "the termal-tui hub refused the request as malformed (400); nothing was changed",
+    401: (
+        "the token was refused by the termal-tui hub (401); nothing was changed: it is "
+        "unknown, revoked, or its session was removed"
+    ),
+    404: (
+        "the termal-tui hub no longer knows this connection's MCP session (404: it "
+        "restarted, or the session ended); nothing was changed, so retrying the same call "
+        "is safe"
+    ),
+    413: (
+        "the termal-tui hub refused the request as too large (413); nothing was changed: "
+        "make it smaller"
+    ),
+    429: (
+        "the termal-tui hub's rate limit for this token was reached (429); nothing was "
+        "changed: retry the same call after a pause"
+    ),
+    503: (
+        "the termal-tui hub is busy or stopping (503); nothing was changed, so retrying the "
+        "same call is safe"
+    ),
+}
 PROTOCOL_HEADER = "mcp-protocol-version"
 _ENGAGING = {
     "termal_read_mailbox": "mailboxId",
@@ -102,6 +134,7 @@ class HubLink:
         self._changed = anyio.Event()
         self._broken = anyio.Event()
         self.last_status: int | None = None  # of the last HTTP response from the hub
+        self.call_status: int | None = None  # of the last tool call's HTTP response
         self.mcp_session: str | None = None
         self._protocol: str | None = None
         self._http: httpx2.AsyncClient | None = None
@@ -121,6 +154,10 @@ class HubLink:
 
     async def _on_response(self, response: httpx2.Response) -> None:
         self.last_status = response.status_code
+        request = response.request
+        with contextlib.suppress(httpx2.RequestNotRead):
+            if request.method == "POST" and TOOL_CALL_METHOD in request.content[:256]:
+                self.call_status = response.status_code  # not a ping's or the stream's
         session = response.headers.get(SESSION_HEADER)
         if session:
             self.mcp_session = session
@@ -230,28 +267,30 @@ class HubLink:
         opened after the failure."""
         after = 0
         last: BaseException | None = None
+        status: int | None = None
         maybe_sent = False
         for _attempt in range(2):
             client: ClientSession | None = None
             try:
                 client = await self.session(after)
-                self.last_status = None
+                self.last_status = self.call_status = None
                 with anyio.fail_after(self.options.timeout):
                     return await client.call_tool(name, dict(arguments))
             except Exception as error:
                 last = error
                 after = self._started
+                status = None if _is_connect_error(error) else self.call_status
                 if client is not None:
-                    maybe_sent = maybe_sent or not self.never_sent(error)
+                    maybe_sent = maybe_sent or not self.never_sent(error, status)
                     self.broke(client)
         assert last is not None
-        refused = self.last_status == 401 and not _is_connect_error(last)
-        raise CallFailed(last, maybe_sent=maybe_sent, refused=refused)
+        raise CallFailed(last, maybe_sent=maybe_sent, status=status)
 
-    def never_sent(self, error: BaseException) -> bool:
-        """The request did not reach the hub: the connection was refused, or the hub
-        turned the token away before reading the call."""
-        return self.last_status == 401 or _is_connect_error(error)
+    @staticmethod
+    def never_sent(error: BaseException, status: int | None) -> bool:
+        """The hub did nothing with the request: the connection was refused, or the hub
+        answered with a status of :data:`HUB_STATUSES` (it refused the call unread)."""
+        return status in HUB_STATUSES or _is_connect_error(error)
 
     async def ready(self) -> None:
         """Wait for the first connection; raise StartupError with the reason when the shim
@@ -302,14 +341,26 @@ class HubLink:
 
 
 class CallFailed(Exception):
-    """A forwarded call failed: whether it may have reached the hub, and whether the hub
-    refused the token."""
+    """A forwarded call failed: whether it may have been done by a hub (some attempt may
+    have reached one and been acted on), and the HTTP status the hub answered the last
+    attempt with, if it answered."""
 
-    def __init__(self, error: BaseException, *, maybe_sent: bool, refused: bool) -> None:
+    def __init__(
+        self,
+        error: BaseException,
+        *,
+        maybe_sent: bool,
+        refused: bool = False,
+        status: int | None = None,
+    ) -> None:
         super().__init__(_detail(error))
         self.error = error
         self.maybe_sent = maybe_sent
-        self.refused = refused
+        self.status = 401 if refused and status is None else status
+
+    @property
+    def refused(self) -> bool:
+        return self.status == 401
 
 
 def _innermost(error: BaseException) -> BaseException:
@@ -335,11 +386,8 @@ def _detail(error: BaseException) -> str:
 
 def _transit_failure(name: str, error: BaseException) -> str:
     if isinstance(error, CallFailed):
-        if error.refused:
-            return (
-                "the token was refused by the termal-tui hub (401); nothing was changed: "
-                "it is unknown, revoked, or its session was removed"
-            )
+        if not error.maybe_sent and error.status in HUB_STATUSES:
+            return HUB_STATUSES[error.status]
         if not error.maybe_sent:
             return (
                 "nothing was sent: the termal-tui hub could not be reached, so nothing was "

@@ -318,25 +318,34 @@ class AgentTools:
         except WouldWait:
             return await asyncio.to_thread(read)
 
-    async def _session(self, session_id: str) -> Session | None:
-        return await self._ask(lambda: self.registry.get(session_id))
-
-    async def ensure_active(self, session_id: str, known: Session | None = None) -> Session:
+    async def ensure_active(
+        self, session_id: str, known: Session | None = None, *, presence: bool = False
+    ) -> Session:
         """TermAl's ``ensure_mailbox_session_active``: validate, clear stale ``left_at``
         markers, revalidate; if the session was removed meanwhile, put back exactly the
         markers this call cleared. ``known`` is the session as just looked up (its first
-        validation), so a send resolves its peer once and revalidates once."""
+        validation), so a send resolves its peer once and revalidates once. ``presence``:
+        the revalidation reads the session's turn and channel too (a hub's identity
+        cache does not keep them: ``Registry.known``). A session a hub remembers to have
+        no marker is not read for markers (every write of one is announced)."""
+        registry = self.registry
         if known is None or not known.live:
             await self._live(session_id)
-        cleared = await self.writer.reactivate_session(session_id)
+        cleared: list[tuple[str, str]] = []
+        if not registry.markers_clear(session_id):
+            generation = registry.markers_generation()
+            cleared = await self.writer.reactivate_session(session_id)
+            if not cleared:
+                registry.remember_markers_clear(session_id, generation)
         try:
-            return await self._live(session_id)
+            return await self._live(session_id, presence=presence)
         except ToolError:
             await self.writer.restore_session_markers(session_id, cleared)
             raise
 
-    async def _live(self, session_id: str) -> Session:
-        session = await self._session(session_id)
+    async def _live(self, session_id: str, *, presence: bool = False) -> Session:
+        read = self.registry.get if presence else self.registry.known
+        session = await self._ask(lambda: read(session_id))
         if session is None or not session.live:
             if self.generic_target_errors and session_id != self.session_id:
                 # a peer removed meanwhile
@@ -375,7 +384,7 @@ class AgentTools:
         if reference.startswith("session-"):
             if reference == self.session_id:
                 raise ToolError(ErrorKind.VALIDATION, self_message)
-            found = self.registry.get(reference)
+            found = self.registry.known(reference)
             if found is None:
                 raise ToolError(ErrorKind.NOT_FOUND, unknown)
             if not found.live:
@@ -386,7 +395,7 @@ class AgentTools:
                     "receive messages",
                 )
             return found
-        matches = self.registry.by_name(reference)
+        matches = self.registry.known_by_name(reference)
         live = [s for s in matches if s.live]
         if not live:
             removed = sorted(
@@ -446,7 +455,12 @@ class AgentTools:
 
         async def attempt() -> SendReceipt:
             sender = await self.ensure_active(self.session_id)
-            receiver = await self.ensure_active(peer.id, known=peer)
+            receiver = await self.ensure_active(peer.id, known=peer, presence=True)
+            # What the registry knows of the receiver (as revalidated by this send) decides
+            # the receipt's outcome before the append when it can: in a turn, or no
+            # channel. Then it commits with the row and there is nothing to finalize.
+            connected = receiver.channel_connected()
+            decided = self._decided_outcome(receiver, connected)
             receipt = await self.writer.append(
                 sender_session_id=sender.id,
                 sender_name=sender.name,
@@ -457,34 +471,41 @@ class AgentTools:
                 topic=topic,
                 state_stamp=state_stamp,
                 message_class=message_class,
-                finalizing=True,
+                finalizing=decided is None,
+                dispatch_outcome=decided,
             )
             if not receipt.duplicate:
-                try:
-                    outcome = await self._dispatch(receiver, receipt)
-                    recorded = await self.writer.record_dispatch_outcome(
-                        receipt.message_id, outcome
-                    )
-                except StoreError:
-                    # The append is durable; a lifecycle update that failed leaves the
-                    # append-boundary receipt (as TermAl logs and carries on).
-                    self.writer.abandon_dispatch(receipt.message_id)
-                    recorded = DURABLE_BUT_NOT_WOKEN
-                receipt = receipt.replace(notification_disposition=recorded)
+                if connected:
+                    nudge(self.registry.path, receiver.id)
+                if decided is None:
+                    try:
+                        outcome = await self._dispatch(receiver, receipt)
+                        recorded = await self.writer.record_dispatch_outcome(
+                            receipt.message_id, outcome
+                        )
+                    except StoreError:
+                        # The append is durable; a lifecycle update that failed leaves the
+                        # append-boundary receipt (as TermAl logs and carries on).
+                        self.writer.abandon_dispatch(receipt.message_id)
+                        recorded = DURABLE_BUT_NOT_WOKEN
+                    receipt = receipt.replace(notification_disposition=recorded)
             return SendReceipt(receipt, receiver, reference)
 
         return await self._run(attempt, unknown=SEND_OUTCOME_UNKNOWN)
 
-    async def _dispatch(self, receiver: Session, receipt: AppendReceipt) -> str:
-        """TermAl's three receipt outcomes, told honestly from what the registry knows of
-        the receiver (as revalidated by this send)."""
-        connected = receiver.channel_connected()
-        if connected:
-            nudge(self.registry.path, receiver.id)
+    @staticmethod
+    def _decided_outcome(receiver: Session, connected: bool) -> str | None:
+        """TermAl's receipt outcome when the receiver's state decides it without the
+        append: queued behind its turn, or durable with no channel to wake it."""
         if receiver.in_turn:
             return QUEUED_BEHIND_ACTIVE_TURN
         if not connected:
             return DURABLE_BUT_NOT_WOKEN
+        return None
+
+    async def _dispatch(self, receiver: Session, receipt: AppendReceipt) -> str:
+        """The outcome for an idle receiver whose channel is connected, told honestly:
+        woken only if its channel server delivered the wake."""
         pending = await self._ask(
             lambda: self.registry.has_pending_wake(
                 receiver.id, receipt.mailbox_id, receipt.sequence

@@ -147,6 +147,9 @@ class ChannelWatcher:
     host: str | None = None  # where the listening agent is (default: this machine)
     peer: str | None = None  # what a remote shim said of itself
     clock: Callable[[], float] = time.monotonic  # heartbeat and rescan timing
+    # A pass that a busy or unreachable store cut short is run again this soon (whatever
+    # ``interval`` is: a notification it was running for is not sent twice).
+    retry: float = 1.0
     pushed: list[UnreadWakeup] = field(default_factory=list)
     reoffered: list[UnreadWakeup] = field(default_factory=list)
     listener: Listener | None = field(default=None, init=False)
@@ -158,6 +161,7 @@ class ChannelWatcher:
     _last_scan: float = field(default=0.0, init=False)
     _version: int | None = field(default=None, init=False)
     _feed: MailSubscription | None = field(default=None, init=False)
+    _failed: bool = field(default=False, init=False)  # the last pass did not finish
 
     async def engaged(self, mailbox_id: str, through: int) -> None:
         await asyncio.to_thread(self.registry.mark_engaged, self.session_id, mailbox_id, through)
@@ -245,17 +249,25 @@ class ChannelWatcher:
         current = self._version if fed else await self._quietly(self.writer.data_version())
         if (
             self._boot
+            or self._failed
             or self._dirty.is_set()
             or current != self._version
             or (now - self._last_scan >= self.rescan)
         ):
             self._dirty.clear()
-            if not await self._quietly(self._check_holder()):
-                return  # a newer listener took the channel since the last beat
+            self._failed = False
+            holding = await self._quietly(self._check_holder())
+            if not holding:
+                # None: the registry could not say (try again soon); False: a newer
+                # listener took the channel since the last beat.
+                self._failed = holding is None
+                return
             self._version = current
             self._last_scan = now
             outcome = await self._quietly(self.scan(self._boot))
-            if outcome is not None:
+            if outcome is None:
+                self._failed = True  # cut short: what it was run for is looked at again
+            else:
                 # A wake that could not be written left recoveredWake rows: only
                 # another boot pass covers them.
                 self._boot = outcome
@@ -267,8 +279,9 @@ class ChannelWatcher:
             await self.start()
             while True:
                 await self.tick()
+                wait = min(self.interval, self.retry) if self._failed else self.interval
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._dirty.wait(), self.interval)
+                    await asyncio.wait_for(self._dirty.wait(), wait)
         finally:
             self._unlisten()
             feed, self._feed = self._feed, None

@@ -14,7 +14,6 @@ from termal_tui.cli.common import (
     CommandError,
     add_db,
     check_database,
-    db_path,
     db_target,
 )
 
@@ -43,20 +42,12 @@ def add_identity(parser: argparse.ArgumentParser, flag: str = "--as") -> None:
     add_db(parser)
 
 
-def database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
+def mailbox_database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path | str:
     """The agents' database and its registry, both checked before anything opens either
     (the same check as every file we write): each may be missing (the first writer
-    creates it), never a symlink, FIFO, foreign or non-SQLite file. For the commands on
-    TermAl's SQLite file alone: a URL is refused in one sentence."""
-    path = db_path(args, parser)
-    check_database(path, writing=True, may_create=True)
-    registry_for(path).check()
-    return path
-
-
-def mailbox_database(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path | str:
-    """As :func:`database`, for the commands that also take a ``postgresql://`` URL
-    (session, send, ls, read, ack, wake). The registry is then in that database."""
+    creates it), never a symlink, FIFO, foreign or non-SQLite file. Or a
+    ``postgresql://`` URL (in ``DB``, ``--db`` or ``$TERMAL_HOME``): the registry is
+    then in that database."""
     target = db_target(args, parser)
     if isinstance(target, Path):
         check_database(target, writing=True, may_create=True)

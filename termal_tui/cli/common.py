@@ -261,12 +261,16 @@ def refuse_url(given: str, where: str, command: str | None = None) -> None:
     )
 
 
+_WARNED: set[str] = set()  # URLs warned of in this process (a command may ask twice)
+
+
 def warn_password_in_argv(url: str) -> None:
     """A password written in a URL on the command line can be read by every user of this
     host (the process list) for as long as the command runs: say so, once, on stderr."""
     from termal_tui.store.urls import secrets_of
 
-    if secrets_of(url):
+    if secrets_of(url) and url not in _WARNED:
+        _WARNED.add(url)
         print(
             "termal-tui: warning: the database URL on the command line holds a password, "
             "which every user of this host can read in the process list; give it through "

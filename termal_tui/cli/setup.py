@@ -18,8 +18,8 @@ from termal_tui.cli.common import (
     EXIT_OK,
     CommandError,
     add_db,
-    db_path,
-    default_db_path,
+    db_target,
+    local_db_path,
 )
 
 if TYPE_CHECKING:
@@ -132,13 +132,31 @@ def _project(args: argparse.Namespace) -> Path | None:
     return project.absolute()
 
 
-def _explicit_db(args: argparse.Namespace) -> Path | None:
-    return db_path(args).absolute() if args.db_option else None
+def _explicit_db(args: argparse.Namespace) -> Path | str | None:
+    """The ``--db`` given: a path made absolute, or a ``postgresql://`` URL as it will
+    be written — without its password (a config file, and the server's command line
+    every user of the host can read): the agent's side gives it through ``~/.pgpass``,
+    ``PGPASSFILE`` or ``PGPASSWORD``."""
+    if not args.db_option:
+        return None
+    target = db_target(args)  # checked; warns of a password on this command line
+    if isinstance(target, str):
+        from termal_tui.store.urls import secrets_of, without_secrets
+
+        if secrets_of(target):
+            print(
+                "note: the URL's password is not written into the client's config (its "
+                "server's command line is in the process list): give it to the agent "
+                "through ~/.pgpass, PGPASSFILE or PGPASSWORD in the client's environment",
+                file=sys.stderr,
+            )
+        return without_secrets(target)
+    return target.absolute()
 
 
 def _records() -> Path:
     """Where setup keeps what each file was before it (termal-tui's own directory)."""
-    return default_db_path().parent / "setup"
+    return local_db_path().parent / "setup"
 
 
 def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -240,17 +258,21 @@ def _registration(
     import asyncio
 
     from termal_tui.agents.registry import registry_path_for
-    from termal_tui.cli.agents import database, registry_for
+    from termal_tui.cli.agents import mailbox_database, registry_for
 
-    path = database(args, parser)  # the one check of the database and its registry
+    # The one check of the database and its registry (a URL: as given, password and all).
+    path = mailbox_database(args, parser)
     registry = registry_for(path)
-    if registry_path_for(path).exists() and registry.find_live_by_name(session):
+    known = isinstance(path, str) or registry_path_for(path).exists()
+    if known and registry.find_live_by_name(session):
         return "known"
     if not args.register:
         return "missing"
     if dry_run:
         return "new"
-    if path.exists() and path.stat().st_size:
+    # An existing file must be a coordination database before a registry is made beside
+    # it; on PostgreSQL the registry is in the database itself (as `session add`).
+    if isinstance(path, Path) and path.exists() and path.stat().st_size:
         from termal_tui.store.reader import open_reader
 
         async def check() -> None:
@@ -317,9 +339,9 @@ def _check_plugin(
         given = options.get("db")
         # Its server gets Claude Code's environment (no TERMAL_HOME); its hooks all of it.
         server_default = setup.default_db_in(setup.client_env("claude", None, os.environ))
-        hooks_default = default_db_path()
+        hooks_default = setup.default_db_in(os.environ)
         if isinstance(given, str) and given:
-            db: Path | None = Path(given).expanduser()
+            db: Path | str | None = setup.as_database(given)
         else:
             db = server_default
             if server_default != hooks_default:
@@ -383,12 +405,13 @@ def _remove(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _session_id(db: Path, name: str) -> str | None:
-    """The live session's id, read from the registry beside ``db`` (never created)."""
+def _session_id(db: Path | str, name: str) -> str | None:
+    """The live session's id, read from the registry beside ``db`` or in the
+    PostgreSQL database ``db`` names (never created)."""
     from termal_tui.agents.registry import registry_path_for
     from termal_tui.cli.agents import registry_for
 
-    if not registry_path_for(db).exists():
+    if isinstance(db, Path) and not registry_path_for(db).exists():
         return None
     try:
         found = registry_for(db).find_live_by_name(name)

@@ -59,6 +59,25 @@ def redact(url: str) -> str:
     return f"{shown}?{query}" if query else shown
 
 
+def without_secrets(url: str) -> str:
+    """The URL with its password left out (of the authority and of the query): what may
+    be written into a file or a command line, the password coming from ``~/.pgpass``,
+    ``PGPASSFILE`` or ``PGPASSWORD`` where it is used."""
+    text = url.strip()
+    parts = urlsplit(text)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    query = "&".join(
+        part
+        for part in parts.query.split("&")
+        if part and part.split("=", 1)[0].lower() not in _SECRET_PARAMETERS
+    )
+    kept = f"{parts.scheme}://{netloc}{parts.path}"
+    return f"{kept}?{query}" if query else kept
+
+
 def secrets_of(url: str) -> list[str]:
     """The secret strings a URL holds (to scrub from a driver's error text)."""
     found: list[str] = []

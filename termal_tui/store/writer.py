@@ -153,6 +153,7 @@ class MailboxWriter:
         state_stamp: str | None = None,
         message_class: str | None = None,
         finalizing: bool = False,
+        dispatch_outcome: str | None = None,
     ) -> AppendReceipt:
         """Commit one message with the next dense sequence, or return the original receipt.
 
@@ -161,7 +162,15 @@ class MailboxWriter:
         until then a duplicate waits for it, outside the writer slot, up to the request
         deadline, then fails retryable. Without it there is no live finalizer and a
         duplicate of an unfinalized row gets ``durableButNotWoken`` at once.
+
+        ``dispatch_outcome``: the outcome, when the caller knows it before the append (the
+        receiver is in a turn, or has no channel): the new row commits with it as both its
+        receipt outcome and its notification state, so there is nothing to finalize
+        (``finalizing`` is then ignored), as if it had been recorded at once.
         """
+        if dispatch_outcome is not None:
+            rules.check_outcome(dispatch_outcome)
+            finalizing = False
         validate_append(
             sender_session_id=sender_session_id,
             target_session_id=target_session_id,
@@ -200,6 +209,7 @@ class MailboxWriter:
                 idempotency_key=idempotency_key,
                 topic=topic,
                 state_stamp=state_stamp,
+                outcome=dispatch_outcome,
             )
             if finalizing:  # registered before COMMIT, so no duplicate can miss it, in
                 # this process (pending) or in any other (the claim).
@@ -277,6 +287,7 @@ class MailboxWriter:
         idempotency_key: str,
         topic: str | None,
         state_stamp: str | None,
+        outcome: str | None = None,
     ) -> AppendReceipt:
         now = self._now()
         key = participant_key(sender_session_id, target_session_id)
@@ -327,7 +338,7 @@ class MailboxWriter:
             "sender_name, target_session_id, target_name, created_at, class, topic, "
             "state_stamp, body, idempotency_key, unread_depth_at_append, "
             "notification_disposition, dispatch_outcome) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'routine', ?, ?, ?, ?, ?, ?, NULL)",
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'routine', ?, ?, ?, ?, ?, ?, ?)",
             (
                 message_id,
                 mailbox_id,
@@ -342,7 +353,8 @@ class MailboxWriter:
                 body,
                 idempotency_key,
                 unread_depth,
-                DURABLE_BUT_NOT_WOKEN,
+                outcome or DURABLE_BUT_NOT_WOKEN,
+                outcome,
             ),
         )
         # The sender's cursor follows its own message only when it was already
@@ -359,7 +371,7 @@ class MailboxWriter:
             message_id=message_id,
             sequence=sequence,
             unread_depth=unread_depth,
-            notification_disposition=DURABLE_BUT_NOT_WOKEN,
+            notification_disposition=outcome or DURABLE_BUT_NOT_WOKEN,
             duplicate=False,
         )
 

@@ -123,6 +123,40 @@ async def test_a_send_through_one_hub_wakes_a_watcher_on_another(pg_url: str, no
     registry.close()
 
 
+async def test_a_pass_the_store_cut_short_runs_again_by_itself(pg_url: str, no_nudges):
+    """The pass a notification started fails (the store busy, or a connection the outage
+    killed): nothing else will wake the watcher (no poll, no rescan), so it runs the pass
+    again by itself, and the wake is pushed."""
+    from termal_tui.store.errors import RetryableError
+
+    registry = Registry.beside(pg_url)
+    alice, bob = registry.add("alice"), registry.add("bob")
+    async with hubs(pg_url) as (hub_a, hub_b):
+        pushes = Pushes()
+        watcher = ChannelWatcher(
+            hub_b, registry, bob.id, pushes.push, interval=NEVER, rescan=NEVER, retry=0.05
+        )
+        async with watching(watcher):
+            await until(lambda: watcher.holding and watcher._feed and watcher._feed.live)
+            await until(lambda: not watcher._boot)  # the boot pass is done
+            real = hub_b.wakeups_for_session
+            failed: list[str] = []
+
+            async def once_busy(*args: Any, **kwargs: Any) -> Any:
+                if not failed:
+                    failed.append(bob.id)
+                    raise RetryableError("mailbox storage is temporarily busy")
+                return await real(*args, **kwargs)
+
+            hub_b.wakeups_for_session = once_busy  # type: ignore[method-assign]
+            sender = AgentTools(hub_a, registry, alice.id, wake=WakeTiming(wait=0))
+            sent = await sender.send("bob", "Review PR 12.", "pr-12")
+            await pushes.wait_for(1)
+            assert failed == [bob.id]
+            assert pushes.wakes[0].mailbox_id == sent.receipt.mailbox_id
+    registry.close()
+
+
 async def test_one_listening_connection_serves_every_watcher_of_a_hub(pg_url: str, no_nudges):
     registry = Registry.beside(pg_url)
     alice = registry.add("alice")
@@ -274,6 +308,70 @@ async def test_with_the_server_unreachable_calls_are_busy_then_recover_by_themse
     registry.close()
 
 
+async def test_a_hub_remembers_identities_only_while_it_hears_every_change(pg_url: str):
+    from termal_tui.store.postgres.notify import RegistryFeed
+
+    admin = Registry.beside(pg_url)  # another process: the CLI, or another hub
+    alice = admin.add("alice")
+    _, token = admin.issue_token("alice")
+    hub = Registry.beside(pg_url)
+    cache = hub.enable_cache()
+    # Not listening yet: every lookup reads the database, nothing is kept.
+    for _ in range(2):
+        found = hub.known_token(token)
+        assert found is not None and found.id == alice.id
+    assert (cache.hits, cache.live) == (0, False)
+
+    feed = RegistryFeed(pg_url, cache)
+    feed.start()
+    try:
+        await until(lambda: feed.listening)
+        first, again = hub.known_token(token), hub.known_token(token)
+        assert first == again and cache.hits == 1
+        assert again is not None and not again.fresh  # identity only: no turn, no channel
+        assert hub.presence(again) == admin.get(alice.id)  # read again, fresh
+        assert [s.id for s in hub.known_by_name("ALICE")] == [alice.id]
+
+        # Revoked elsewhere: the notification sent with that COMMIT empties the cache.
+        heard = feed.received
+        admin.revoke_token("alice")
+        await until(lambda: feed.received > heard)
+        assert hub.known_token(token) is None
+        # Removed elsewhere: its identity goes the same way.
+        assert hub.known(alice.id) is not None and hub.known(alice.id) == hub.known(alice.id)
+        heard = feed.received
+        admin.remove("alice")
+        await until(lambda: feed.received > heard)
+        gone = hub.known(alice.id)
+        assert gone is not None and not gone.live
+
+        # "No left_at marker" is forgotten when a writer sets markers (also announced).
+        bob = admin.add("bob")
+        hub.remember_markers_clear(bob.id, hub.markers_generation())
+        assert hub.markers_clear(bob.id)
+        heard = feed.received
+        async with open_writer(pg_url) as writer:
+            await writer.mark_session_left(bob.id)
+        await until(lambda: feed.received > heard)
+        assert not hub.markers_clear(bob.id)
+
+        # A lookup that raced with a change is not kept.
+        generation = cache.generation()
+        cache.reset(live=True)  # what a notification does meanwhile
+        hub.remember_markers_clear(bob.id, generation)
+        assert not hub.markers_clear(bob.id)
+    finally:
+        await feed.close()
+    # Not listening any more: nothing is trusted, every lookup reads the database.
+    assert not cache.live
+    _, token2 = admin.issue_token("bob")
+    hits = cache.hits
+    assert hub.known_token(token2) is not None and hub.known_token(token2) is not None
+    assert cache.hits == hits
+    hub.close()
+    admin.close()
+
+
 # ------------------------------------------------ real hubs: two `termal-tui serve` processes
 
 
@@ -306,3 +404,42 @@ async def test_two_serve_processes_share_mailboxes_tokens_and_wakes(pg_url: str,
             assert (again["messageId"], again["sequence"]) == (sent["messageId"], 1)
             read = await bob.call("termal_read_mailbox", {"mailboxId": sent["mailboxId"]})
             assert [m["body"] for m in read["messages"]] == ["Review PR 12."]
+
+            # /health on a hub on PostgreSQL: doctor --json of the database, as on a file.
+            import httpx2
+
+            async with httpx2.AsyncClient() as http:
+                bearer = {"authorization": f"Bearer {tokens['bob']}"}
+                health = await http.get(hub_b.url.removesuffix("/mcp") + "/health", headers=bearer)
+                assert health.status_code == 200, health.text
+                document = health.json()
+                assert document["mailboxes"] == 1 and document["unread"] == 1
+                assert isinstance(document["healthy"], bool) and "findings" in document
+
+                # Both hubs have alice's token in their identity cache by now; revoked
+                # through the registry (another process), it is refused on each of them.
+                alice_bearer = {"authorization": f"Bearer {tokens['alice']}"}
+                for running in (hub_a, hub_b):
+                    seen = await http.get(
+                        running.url.removesuffix("/mcp") + "/health", headers=alice_bearer
+                    )
+                    assert seen.status_code == 200
+                revoker = Registry.beside(pg_url)
+                revoker.revoke_token("alice")
+                revoker.close()
+                for running in (hub_a, hub_b):
+                    refused: list[int] = []
+
+                    async def refused_now(running: Any = running, refused: Any = refused) -> bool:
+                        answer = await http.get(
+                            running.url.removesuffix("/mcp") + "/health", headers=alice_bearer
+                        )
+                        refused.append(answer.status_code)
+                        return answer.status_code == 401
+
+                    for _ in range(600):  # at most a minute, however loaded
+                        if await refused_now():
+                            break
+                        await asyncio.sleep(0.1)
+                    assert refused[-1] == 401, refused
+                    assert set(refused) <= {200, 401}

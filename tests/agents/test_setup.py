@@ -699,3 +699,30 @@ def test_check_starts_a_channel_server_without_its_channel(world: dict[str, Any]
         [CLI, "session", "list"], env=world["env"], capture_output=True, text=True, check=True
     )
     assert "channel connected" not in sessions.stdout  # the check took no wake-ups
+
+
+def test_setup_on_postgresql_writes_the_url_without_its_password_and_check_works(
+    world: dict[str, Any], pg_url: str
+):
+    """A postgresql:// --db: registered in that database, written into the config and
+    the hooks without its password (the server's command line is in the process list;
+    libpq takes it from ~/.pgpass, PGPASSFILE or PGPASSWORD), and --check checks it."""
+    with_password = pg_url.replace("termal@", "termal:s3cret-pw@", 1)
+    assert with_password != pg_url
+    done = run(world, "claude", "--session", "planner", "--db", with_password, "--register")
+    assert done.returncode == 0, done.stderr
+    assert "holds a password" in done.stderr  # the warning every command gives
+    assert "password is not written" in done.stderr
+    assert "registered planner" in done.stdout
+    written = "".join(v.decode() for v in snapshot(world).values())
+    assert "s3cret-pw" not in written
+    server = json.loads((world["project"] / ".mcp.json").read_text())["mcpServers"]["termal"]
+    assert server["args"][-2:] == ["--db", pg_url]
+    settings = (world["project"] / ".claude" / "settings.json").read_text()
+    assert shlex.quote(pg_url) in settings
+    assert not list(Path(world["project"]).glob("postgresql*"))  # no folder named like it
+
+    checked = run(world, "--check", "claude")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "planner is registered (session-" in checked.stdout and pg_url in checked.stdout
+    assert "it answers the MCP handshake" in checked.stdout

@@ -4,11 +4,14 @@ outcome it cannot know."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +144,80 @@ async def test_the_shim_moves_to_the_next_hub_and_sends_again_exactly(tmp_path: 
     assert replay["sequence"] == first["sequence"] == 1 and second["sequence"] == 2
     assert replay["messageId"] == first["messageId"]
     assert sorted(key for _, key in message_rows(db)) == ["k1", "k2"]
+
+
+def test_every_hub_status_that_means_nothing_was_done_says_so():
+    """One table: a status the hub answers before doing anything is never "unknown"."""
+    from termal_tui.agents.remote import HUB_STATUSES
+
+    for name in ("termal_send_to_session", "termal_acknowledge_mailbox", "termal_list_sessions"):
+        for status, sentence in HUB_STATUSES.items():
+            told = _transit_failure(
+                name, CallFailed(RuntimeError("x"), maybe_sent=False, status=status)
+            )
+            assert told == sentence and "nothing was changed" in told
+            assert "unknown" not in told.replace("it is unknown, revoked", "")
+        # A status after which the call may have been done is not in the table.
+        for status in (500, 502, 504, None):
+            told = _transit_failure(
+                name, CallFailed(TimeoutError("t"), maybe_sent=True, status=status)
+            )
+            if name != "termal_list_sessions":
+                assert "outcome is unknown" in told
+    assert "busy" in HUB_STATUSES[503] and "retrying the same call is safe" in HUB_STATUSES[503]
+    # One attempt that may have been done, then a 503: still unknown (the first may have
+    # committed).
+    mixed = CallFailed(TimeoutError("t"), maybe_sent=True, status=503)
+    assert _transit_failure("termal_send_to_session", mixed).startswith(SEND_OUTCOME_UNKNOWN)
+
+
+async def test_a_hub_that_answers_busy_is_said_to_have_changed_nothing(
+    pg_server: Any, pg_url: str, tmp_path: Path
+):
+    """A hub on PostgreSQL that cannot check a token (the server unreachable) answers 503:
+    the shim says the hub is busy and nothing was changed, never "outcome unknown"; the
+    same call succeeds once the server is back, as the first attempt."""
+    from termal_tui.agents.remote import HUB_STATUSES
+    from tests.pg_gate import PgGate
+
+    gate = PgGate(pg_server.port)
+    gated = gate.url(pg_url, await gate.start())
+    registry = Registry.beside(pg_url)
+    registry.add("alice")
+    token = registry.issue_token("alice")[1]
+    registry.add("bob")
+    send = {"sessionId": "bob", "message": "m", "idempotencyKey": "k1"}
+
+    # The gate relays on this event loop: the hub is started (and stopped) from a thread.
+    stack = contextlib.ExitStack()
+    try:
+        running = await asyncio.to_thread(stack.enter_context, hub(gated, tmp_path / "hub.log"))  # type: ignore[arg-type]
+        async with shim(running.url, token, tmp_path / "home", channel=False) as (alice, _):
+            await alice.call("termal_list_sessions")
+            gate.shut()
+            told: list[str] = []
+            for _ in range(100):  # until the hub's identity cache stops trusting itself
+                try:
+                    await alice.call("termal_list_sessions")
+                except ToolFailure as failure:
+                    told.append(str(failure))
+                    if HUB_STATUSES[503] in told[-1]:
+                        break
+            assert told and HUB_STATUSES[503] in told[-1], told
+            assert not any("unknown" in t.replace("it is unknown, revoked", "") for t in told)
+            with pytest.raises(ToolFailure) as busy:
+                await alice.call("termal_send_to_session", send)
+            assert str(busy.value) == HUB_STATUSES[503]
+            gate.reopen()
+            for _ in range(100):
+                try:
+                    await alice.call("termal_list_sessions")
+                    break
+                except ToolFailure:
+                    continue
+            sent = await alice.call("termal_send_to_session", send)
+            assert sent["sequence"] == 1 and sent.get("duplicate") is not True
+    finally:
+        await asyncio.to_thread(stack.close)
+        await gate.close()
+        registry.close()

@@ -170,3 +170,25 @@ def test_the_registry_moves_and_the_summary_says_so(tmp_path, cli):
         again.stdout
     )
     assert "is already up to date" in cli("db", "copy", source, str(there)).stdout
+
+
+def test_a_missing_database_or_role_is_one_sentence_and_not_busy(pg_url, cli):
+    """libpq gives these refusals no SQLSTATE: told apart by the server's words, they are
+    a failure (exit 7) that says what is missing, never the busy error (retrying will
+    not help)."""
+    nodb = pg_url.replace("/tests?", "/nodb?")
+    norole = pg_url.replace("termal@", "nobody@", 1)
+    assert nodb != pg_url and norole != pg_url
+    for url, words in (
+        (nodb, 'the database "nodb" does not exist on that server'),
+        (norole, 'the role "nobody" does not exist on that server'),
+    ):
+        for argv in (
+            ("session", "list", "--db", url),
+            ("doctor", url),
+            ("ls", "--db", url, "--as", "alice"),
+        ):
+            done = cli(*argv)
+            assert done.returncode == EXIT_FAILED, (argv, done.stderr)
+            sentence = _one_sentence(done)
+            assert words in sentence and "busy" not in sentence, sentence

@@ -496,3 +496,72 @@ async def test_a_message_that_commits_after_a_later_one_still_reaches_the_activi
         "late",
         "first",
     ]
+
+
+async def test_the_activity_reads_ask_for_insertion_order_once_per_reader(writer, db):
+    await send(writer, body="one")
+    async with open_reader(db) as reader:
+        for _ in range(3):
+            await reader.activity_snapshot(after_rowid=None, limit=10)
+            await reader.activity_page(before_rowid=None, limit=10)
+            await reader.sessions_overview()
+        assert reader.insertion_order.present and reader.insertion_order.asked == 1
+
+
+async def test_a_database_without_insertion_order_is_asked_again_until_it_has_it(db):
+    from termal_tui.store.postgres.activity import NO_INSERTION_ORDER, InsertionOrder
+
+    order = InsertionOrder()
+    from termal_tui.store.postgres.activity import messages_before
+
+    async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+        await conn.execute(b"CREATE TABLE mailbox_messages (id TEXT)")
+        for _ in range(2):
+            with pytest.raises(StorageError, match="no insertion_order"):
+                await messages_before(conn, None, 10, order)
+        assert (order.present, order.asked) == (False, 2)
+        # What a writer adds (its unique index is what is looked for).
+        await conn.execute(
+            b"ALTER TABLE mailbox_messages ADD COLUMN insertion_order BIGINT "
+            b"GENERATED ALWAYS AS IDENTITY"
+        )
+        await conn.execute(
+            b"CREATE UNIQUE INDEX mailbox_messages_insertion_order "
+            b"ON mailbox_messages(insertion_order)"
+        )
+        assert await order(conn) and await order(conn) and order.asked == 3
+    assert "insertion_order" in NO_INSERTION_ORDER
+
+
+async def test_a_read_on_a_pooled_connection_the_outage_killed_runs_again_on_a_sound_one(
+    pg_server, pg_url
+):
+    """Connections idle in the pool when the server went away fail the first statement
+    sent on them: a read (or a wake-state update) runs once more on a sound connection
+    instead of failing its caller; an append is not run again by the store (its caller
+    replays it with its idempotency key) and answers busy, nothing committed."""
+    from tests.pg_gate import PgGate
+
+    gate = PgGate(pg_server.port)
+    gated = gate.url(pg_url, await gate.start())
+    try:
+        async with open_writer(gated) as writer:
+            first = await send(writer, key="k1")
+            # Several connections idle in the pool, all of them cut by the outage.
+            await asyncio.gather(*(writer.list_mailboxes(session_id="session-a") for _ in range(4)))
+            gate.shut()
+            gate.reopen()
+            listed = await writer.list_mailboxes(session_id="session-a")
+            assert [m.id for m in listed] == [first.mailbox_id]
+            assert writer._db.reconnects == 1  # type: ignore[attr-defined]
+            assert await writer.mark_delivered_through("session-b", first.mailbox_id, 1) == 1
+
+            gate.shut()
+            gate.reopen()
+            try:
+                receipt = await send(writer, key="k2")
+            except RetryableError:
+                receipt = await send(writer, key="k2")  # the caller's replay
+            assert receipt.sequence == 2 and not receipt.duplicate
+    finally:
+        await gate.close()

@@ -172,7 +172,7 @@ def check(
     client: Client,
     files: Files,
     *,
-    session_exists: Callable[[Path, str], str | None],
+    session_exists: Callable[[Path | str, str], str | None],
     environ: Mapping[str, str] | None = None,
     trusted: bool | None = None,
     start_server: bool = True,
@@ -190,7 +190,7 @@ def check(
     findings: list[Finding] = []
     present = False
     sessions: set[str] = set()
-    dbs: dict[Path, str] = {}
+    dbs: dict[Path | str, str] = {}  # a path, or a postgresql:// URL
     server: Any = None
     server_env: dict[str, str] = {}
     try:
@@ -293,7 +293,10 @@ def check(
         if len(dbs) > 1:
             parts.append(
                 "databases "
-                + ", ".join(f"{db} ({who})" for db, who in sorted(dbs.items()))
+                + ", ".join(
+                    f"{db} ({who})"
+                    for db, who in sorted(dbs.items(), key=lambda item: str(item[0]))
+                )
                 + (
                     " (the client does not pass TERMAL_HOME to its server: "
                     "setup again to write --db)"

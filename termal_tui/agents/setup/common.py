@@ -90,16 +90,23 @@ def client_env(
     return env
 
 
-def default_db_in(env: Mapping[str, str]) -> Path | None:
-    """The database ``termal-tui`` opens by default in ``env`` (None: no HOME to find it)."""
+def default_db_in(env: Mapping[str, str]) -> Path | str | None:
+    """The database ``termal-tui`` opens by default in ``env`` (None: no HOME to find it;
+    a str: ``$TERMAL_HOME`` is a ``postgresql://`` URL)."""
+    from termal_tui.store.urls import is_postgres_url
+
     home = env.get("TERMAL_HOME")
+    if home and is_postgres_url(home):
+        return home.strip()
     if home:
         return Path(home).expanduser() / DB_FILENAME
     user_home = env.get("HOME")
     return Path(user_home) / ".termal" / DB_FILENAME if user_home else None
 
 
-def db_to_write(client: Client, explicit: Path | None, environ: Mapping[str, str]) -> Path | None:
+def db_to_write(
+    client: Client, explicit: Path | str | None, environ: Mapping[str, str]
+) -> Path | str | None:
     """The ``--db`` setup must write: the one given, else this environment's default
     when the client's environment would open another (``TERMAL_HOME`` is not passed
     on), else None (the default is the same there)."""
@@ -109,7 +116,13 @@ def db_to_write(client: Client, explicit: Path | None, environ: Mapping[str, str
     if ours is None:
         return None
     theirs = default_db_in(client_env(client, None, environ))
-    return None if theirs == ours else ours.absolute()
+    if theirs == ours:
+        return None
+    if isinstance(ours, str):
+        from termal_tui.store.urls import without_secrets
+
+        return without_secrets(ours)  # its password stays in the environment
+    return ours.absolute()
 
 
 # ------------------------------------------------------------------ what we write
@@ -122,7 +135,9 @@ class Target:
     client: Client
     session: str
     command: tuple[str, ...]
-    db: Path | None = None  # None: the default database, resolved when the agent runs
+    # None: the default database, resolved when the agent runs; a str: a postgresql://
+    # URL (written without its password: see ``cli/setup.py``).
+    db: Path | str | None = None
     channel: bool = False
 
     def db_args(self) -> list[str]:
@@ -246,14 +261,21 @@ def describe_server(server: Any) -> str:
     return f"has no command or url (it sets {keys})"
 
 
-def db_from(words: Sequence[str]) -> Path | None:
+def as_database(given: str) -> Path | str:
+    """A ``--db`` value as written: a ``postgresql://`` URL stays a URL."""
+    from termal_tui.store.urls import is_postgres_url
+
+    return given.strip() if is_postgres_url(given) else Path(given).expanduser()
+
+
+def db_from(words: Sequence[str]) -> Path | str | None:
     if "--db" in words[:-1]:
         given = words[list(words).index("--db") + 1]
-        return Path(given).expanduser() if given else None
+        return as_database(given) if given else None
     return None
 
 
-def server_db(server: dict[str, Any]) -> Path | None:
+def server_db(server: dict[str, Any]) -> Path | str | None:
     args = [a for a in server.get("args") or [] if isinstance(a, str)]
     db = db_from(args)
     if db is None:
@@ -263,7 +285,7 @@ def server_db(server: dict[str, Any]) -> Path | None:
             for i, a in enumerate(after)
             if not a.startswith("-") and (i == 0 or not after[i - 1].startswith("--"))
         ]
-        db = Path(positional[0]).expanduser() if positional else None
+        db = as_database(positional[0]) if positional else None
     return db
 
 

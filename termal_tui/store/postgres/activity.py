@@ -68,14 +68,32 @@ def _message(row: Any) -> MessageRow:
     )
 
 
-async def _require_order(conn: Conn) -> None:
-    if not await has_insertion_order(conn):
+class InsertionOrder:
+    """Whether the messages carry ``insertion_order``, asked once per reader: once it is
+    there it stays (a writer adds it and nothing takes it away), so only a database
+    still without it is asked again, on each read, until a writer has added it."""
+
+    def __init__(self) -> None:
+        self.present = False
+        self.asked = 0  # catalog queries run
+
+    async def __call__(self, conn: Conn) -> bool:
+        if not self.present:
+            self.asked += 1
+            self.present = await has_insertion_order(conn)
+        return self.present
+
+
+async def _require_order(conn: Conn, order: InsertionOrder) -> None:
+    if not await order(conn):
         raise StorageError(NO_INSERTION_ORDER)
 
 
-async def messages_before(conn: Conn, before: int | None, limit: int) -> list[MessageRow]:
+async def messages_before(
+    conn: Conn, before: int | None, limit: int, order: InsertionOrder
+) -> list[MessageRow]:
     """The newest ``limit`` visible messages below ``before`` (None: the newest)."""
-    await _require_order(conn)
+    await _require_order(conn, order)
     where = NOT_CONTROL.format(t="")
     params: dict[str, Any] = {"ctl": CONTROL_TOPIC, "limit": limit}
     if before is not None:
@@ -88,10 +106,12 @@ async def messages_before(conn: Conn, before: int | None, limit: int) -> list[Me
     return [_message(row) for row in await every(conn, sql, params)]
 
 
-async def messages_after(conn: Conn, after: int, limit: int) -> list[MessageRow]:
+async def messages_after(
+    conn: Conn, after: int, limit: int, order: InsertionOrder
+) -> list[MessageRow]:
     """Visible messages numbered above ``after`` (and the :data:`LATE_WINDOW` below it),
     oldest first, at most ``limit`` above ``after``."""
-    await _require_order(conn)
+    await _require_order(conn, order)
     sql = (
         f"SELECT {_MESSAGE_COLUMNS} FROM mailbox_messages WHERE insertion_order > %(floor)s "
         f"AND {NOT_CONTROL.format(t='')} ORDER BY insertion_order LIMIT %(limit)s"
@@ -166,32 +186,39 @@ async def last_board_writes(conn: Conn) -> dict[str, str]:
     return {str(a): str(t) for a, t in await every(conn, sql)}
 
 
-async def recent_senders(conn: Conn, cap: int = TRAFFIC_SCAN_CAP) -> list[tuple[str, str]]:
+async def recent_senders(
+    conn: Conn, order: InsertionOrder, cap: int = TRAFFIC_SCAN_CAP
+) -> list[tuple[str, str]]:
     """(sender, created_at) of the newest ``cap`` visible messages, newest first (by
     insertion order where the database has it, else by time)."""
-    order = "insertion_order" if await has_insertion_order(conn) else "created_at"
+    column = "insertion_order" if await order(conn) else "created_at"
     sql = (
         "SELECT sender_session_id, created_at FROM mailbox_messages "
-        f"WHERE {NOT_CONTROL.format(t='')} ORDER BY {order} DESC LIMIT %(cap)s"
+        f"WHERE {NOT_CONTROL.format(t='')} ORDER BY {column} DESC LIMIT %(cap)s"
     )
     rows = await every(conn, sql, {"ctl": CONTROL_TOPIC, "cap": cap})
     return [(str(s), str(t)) for s, t in rows]
 
 
 async def activity_snapshot(
-    conn: Conn, after: int | None, limit: int, wake_window: tuple[int, int] | None
+    conn: Conn,
+    after: int | None,
+    limit: int,
+    wake_window: tuple[int, int] | None,
+    order: InsertionOrder,
 ) -> ActivitySnapshot:
     if after is None:
-        rows = await messages_before(conn, None, limit)
+        rows = await messages_before(conn, None, limit, order)
     else:
-        rows = await messages_after(conn, after, limit)
+        rows = await messages_after(conn, after, limit, order)
     board = await board_revisions(conn) if await has_board(conn) else []
     states = await wake_states(conn, *wake_window) if wake_window else {}
     return ActivitySnapshot(rows, board, await participants(conn), states)
 
 
 async def sessions_overview(
-    conn: Conn,
+    conn: Conn, order: InsertionOrder
 ) -> tuple[list[ParticipantRow], list[SessionLoad], dict[str, str], list[tuple[str, str]]]:
     writes = await last_board_writes(conn) if await has_board(conn) else {}
-    return await participants(conn), await session_loads(conn), writes, await recent_senders(conn)
+    senders = await recent_senders(conn, order)
+    return await participants(conn), await session_loads(conn), writes, senders

@@ -12,7 +12,9 @@ shown redacted and the driver's text is scrubbed of the URL's secrets.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
@@ -61,6 +63,34 @@ _ACCESS: Final = (
 )
 
 
+# A connection the server refused for who is asking, told apart by the server's words
+# (libpq reports them with no SQLSTATE): never "busy" — waiting changes nothing. A server
+# that speaks another language (``lc_messages``) is not recognized and stays busy.
+_REFUSALS: Final = (
+    (re.compile(r'FATAL:\s+database "(.*?)" does not exist'),
+     'the database "{}" does not exist on that server (create it, or correct the URL)'),
+    (re.compile(r'FATAL:\s+role "(.*?)" does not exist'),
+     'the role "{}" does not exist on that server (create it, or correct the URL)'),
+    (re.compile(r'FATAL:\s+password authentication failed for user "(.*?)"'),
+     'the server refused the password of the role "{}"'),
+    (re.compile(r"FATAL:\s+no pg_hba\.conf entry for host"),
+     "the server's pg_hba.conf admits no connection from this host for that role and "
+     "database"),
+)  # fmt: skip
+
+
+def refusal(url: str, error: BaseException) -> StorageError | None:
+    """A connection refused for its database, role or password, as one sentence (a
+    storage failure: nothing was changed, and retrying will not help); None otherwise."""
+    text = str(error)
+    for pattern, sentence in _REFUSALS:
+        found = pattern.search(text)
+        if found:
+            said = sentence.format(*(scrub(g, url) for g in found.groups()))
+            return StorageError(f"cannot use PostgreSQL at {redact(url)}: {said}")
+    return None
+
+
 def first_line(error: BaseException, url: str) -> str:
     text = str(error).strip().splitlines()
     return scrub(text[0] if text else type(error).__name__, url).removeprefix("connection failed: ")
@@ -88,6 +118,9 @@ def describe_error(
         )
     if isinstance(error, _ACCESS):
         return StorageError(f"cannot use PostgreSQL at {shown}: {reason}")
+    refused = refusal(url, error) if isinstance(error, psycopg.OperationalError) else None
+    if refused is not None:
+        return refused
     if isinstance(error, _RETRYABLE):
         return RetryableError(busy_message(operation))
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
@@ -124,6 +157,7 @@ class PgDatabase:
         self.read_only = read_only
         self.deadline = deadline
         self._lock_timeout_ms = lock_timeout_ms
+        self.reconnects = 0  # calls run again after their connection was found dead
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
             url,
             min_size=1,
@@ -149,6 +183,9 @@ class PgDatabase:
                 self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
             )
         except psycopg.Error as error:
+            refused = refusal(self.url, error)
+            if refused is not None:
+                raise refused from None
             if isinstance(error, psycopg.OperationalError) and not isinstance(error, _ACCESS):
                 raise RetryableError(
                     busy_message(f"connecting to PostgreSQL at {self.shown}")
@@ -166,39 +203,73 @@ class PgDatabase:
         await self._pool.close()
 
     async def run(
-        self, work: Work[T], operation: str, *, commit: str | None = None, single: bool = False
+        self,
+        work: Work[T],
+        operation: str,
+        *,
+        commit: str | None = None,
+        single: bool = False,
+        idempotent: bool | None = None,
     ) -> T:
         """``work`` in one transaction (READ ONLY on a read-only database); failures are
         typed store errors. ``commit``: the operation named if COMMIT itself fails.
-        ``single``: ``work`` is one statement that only reads, atomic by itself: it runs
-        without BEGIN and COMMIT (one round trip instead of three)."""
-        committing = False
-        try:
-            async with self._pool.connection(timeout=self.deadline) as conn:
-                if single:
-                    return await work(conn)
-                async with conn.transaction():
-                    if self.read_only:
-                        # One snapshot for the whole call, as a read on a file has.
-                        await conn.execute(
-                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                        )
-                    result = await work(conn)
-                    committing = True
-                return result
-        except PoolTimeout:
-            raise RetryableError(busy_message(operation)) from None
-        except psycopg.Error as error:
-            raise describe_error(
-                self.url,
-                error,
-                commit if committing and commit else operation,
-                committing=committing,
-            ) from None
-        except TimeoutError:
-            raise RetryableError(busy_message(operation)) from None
-        except asyncio.CancelledError:
-            raise
+        ``single``: ``work`` only reads, and needs no snapshot shared between its
+        statements (one statement, atomic by itself; or reads that a READ COMMITTED
+        transaction would run each on its own snapshot anyway): it runs without BEGIN
+        and COMMIT (two round trips fewer). Never on a read-only database's reader, whose
+        calls share one snapshot.
+
+        A pooled connection the server dropped while it sat idle (a restart, a network
+        cut) fails the first statement sent on it. When ``work`` may simply run again —
+        ``idempotent``, by default every read — such a failure before COMMIT (so nothing
+        was committed) is not the caller's: ``work`` runs once more on a sound connection.
+        Whatever the work, the pool's idle connections are checked after such a failure
+        (the dead ones, likely all lost together, are discarded), so a caller's replay
+        does not meet the next one. Anything else is said as it was."""
+        again = (single or self.read_only) if idempotent is None else idempotent
+        for attempt in (1, 2):
+            committing = False
+            broken = False
+            try:
+                async with self._pool.connection(timeout=self.deadline) as conn:
+                    try:
+                        if single:
+                            return await work(conn)
+                        async with conn.transaction():
+                            if self.read_only:
+                                # One snapshot for the whole call, as a read on a file has.
+                                await conn.execute(
+                                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                                )
+                            result = await work(conn)
+                            committing = True
+                        return result
+                    except (psycopg.OperationalError, psycopg.InterfaceError):
+                        broken = conn.broken
+                        raise
+            except PoolTimeout:
+                raise RetryableError(busy_message(operation)) from None
+            except psycopg.Error as error:
+                if broken:
+                    # The others idle beside it were likely lost together: checked now,
+                    # the dead ones discarded, so the next call (or the caller's replay)
+                    # meets a sound one.
+                    with contextlib.suppress(Exception):
+                        await self._pool.check()
+                    if again and not committing and attempt == 1:
+                        self.reconnects += 1
+                        continue
+                raise describe_error(
+                    self.url,
+                    error,
+                    commit if committing and commit else operation,
+                    committing=committing,
+                ) from None
+            except TimeoutError:
+                raise RetryableError(busy_message(operation)) from None
+            except asyncio.CancelledError:
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def one(conn: psycopg.AsyncConnection[Any], sql: str, params: Any = ()) -> Any:

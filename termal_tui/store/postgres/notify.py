@@ -26,12 +26,16 @@ from typing import Any, Final
 import psycopg
 
 from termal_tui.store.postgres.connection import CONNECT_TIMEOUT_SECONDS
+from termal_tui.store.registry.cache import IdentityCache
 
 logger = logging.getLogger(__name__)
 
 CHANNEL: Final = "termal_tui_mail"
 NOTIFY_SQL: Final = b"SELECT pg_notify('termal_tui_mail', %s)"
-LISTEN_SQL: Final = b"LISTEN termal_tui_mail"
+# Changes of the registry that a hub may have remembered (``store/registry/cache.py``):
+# sent inside the changing transaction; the payload says nothing.
+REGISTRY_CHANNEL: Final = "termal_tui_registry"
+NOTIFY_REGISTRY_SQL: Final = b"SELECT pg_notify('termal_tui_registry', '')"
 # How long the listener waits before connecting again after losing its connection.
 RECONNECT_SECONDS: Final = 1.0
 
@@ -58,9 +62,13 @@ class MailSubscription:
         self._listener.unsubscribe(self)
 
 
-class MailListener:
-    """The one ``LISTEN`` connection of a writer (started with the first subscription,
-    stopped by :meth:`close`). ``connect`` opens its connection (tests count or refuse)."""
+class ChannelListener:
+    """One connection that ``LISTEN``s on ``channel`` (started by :meth:`start`, stopped
+    by :meth:`close`) and reconnects by itself after the server went away. Subclasses
+    say what a notification, a (re)connection and a lost connection mean.
+    ``connect`` opens its connection (tests count or refuse)."""
+
+    channel: str = CHANNEL
 
     def __init__(
         self,
@@ -72,7 +80,6 @@ class MailListener:
         self._url = url
         self._reconnect = reconnect
         self._connect = connect or self._default_connect
-        self._subscribers: dict[str, set[MailSubscription]] = {}
         self._task: asyncio.Task[None] | None = None
         self.listening = False
         self.connections = 0  # how many times LISTEN was established
@@ -91,13 +98,80 @@ class MailListener:
             keepalives_count=3,
         )
 
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _listening(self) -> None:
+        """LISTEN is established (again): what was sent meanwhile was not heard."""
+
+    def _lost(self) -> None:
+        """The connection is gone: nothing is heard until it listens again."""
+
+    def _note(self, payload: str) -> None:
+        """One notification."""
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                conn = await self._connect()
+                try:
+                    await conn.execute(f"LISTEN {self.channel}".encode())
+                    self.listening = True
+                    self.connections += 1
+                    self._listening()
+                    async for note in conn.notifies():
+                        self.received += 1
+                        self._note(note.payload)
+                finally:
+                    if self.listening:
+                        self.listening = False
+                        self._lost()
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+            except asyncio.CancelledError:
+                raise
+            except (psycopg.Error, OSError) as error:
+                logger.debug("%s listener: %s; listening again shortly", self.channel,
+                             type(error).__name__)  # fmt: skip
+            except Exception:  # never let the listener die: its users poll meanwhile
+                logger.exception("%s listener failed; listening again shortly", self.channel)
+            await asyncio.sleep(self._reconnect)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.listening:
+            self.listening = False
+            self._lost()
+
+
+class MailListener(ChannelListener):
+    """The one ``LISTEN`` connection of a writer (started with the first subscription,
+    stopped by :meth:`close`): calls the subscribers of the session each notification
+    names."""
+
+    channel = CHANNEL
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        reconnect: float = RECONNECT_SECONDS,
+        connect: Callable[[], Any] | None = None,
+    ) -> None:
+        super().__init__(url, reconnect=reconnect, connect=connect)
+        self._subscribers: dict[str, set[MailSubscription]] = {}
+
     def subscribe(self, session_id: str, callback: Callable[[], None]) -> MailSubscription:
         """``callback()`` (on this loop) whenever mail for ``session_id`` commits, and
         once each time listening (re)starts."""
         subscription = MailSubscription(self, session_id, callback)
         self._subscribers.setdefault(session_id, set()).add(subscription)
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        self.start()
         return subscription
 
     def unsubscribe(self, subscription: MailSubscription) -> None:
@@ -107,40 +181,40 @@ class MailListener:
             if not group:
                 del self._subscribers[subscription.session_id]
 
-    def _everyone(self) -> None:
+    def _listening(self) -> None:
+        # What was sent while nobody listened: everyone looks once.
         for group in list(self._subscribers.values()):
             for subscription in list(group):
                 subscription.callback()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                conn = await self._connect()
-                try:
-                    await conn.execute(LISTEN_SQL)
-                    self.listening = True
-                    self.connections += 1
-                    self._everyone()  # what was sent while nobody listened: look once
-                    async for note in conn.notifies():
-                        self.received += 1
-                        for subscription in list(self._subscribers.get(note.payload, ())):
-                            subscription.callback()
-                finally:
-                    self.listening = False
-                    with contextlib.suppress(Exception):
-                        await conn.close()
-            except asyncio.CancelledError:
-                raise
-            except (psycopg.Error, OSError) as error:
-                logger.debug("mail listener: %s; listening again shortly", type(error).__name__)
-            except Exception:  # never let the listener die: the watchers poll meanwhile
-                logger.exception("mail listener failed; listening again shortly")
-            await asyncio.sleep(self._reconnect)
+    def _note(self, payload: str) -> None:
+        for subscription in list(self._subscribers.get(payload, ())):
+            subscription.callback()
 
-    async def close(self) -> None:
-        task, self._task = self._task, None
-        self.listening = False
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+
+class RegistryFeed(ChannelListener):
+    """A hub's ear on the registry's channel: every announced change empties its
+    :class:`~termal_tui.store.registry.cache.IdentityCache`, which is trusted only while
+    this connection listens (emptied again each time it starts listening)."""
+
+    channel = REGISTRY_CHANNEL
+
+    def __init__(
+        self,
+        url: str,
+        cache: IdentityCache,
+        *,
+        reconnect: float = RECONNECT_SECONDS,
+        connect: Callable[[], Any] | None = None,
+    ) -> None:
+        super().__init__(url, reconnect=reconnect, connect=connect)
+        self.cache = cache
+
+    def _listening(self) -> None:
+        self.cache.reset(live=True)
+
+    def _lost(self) -> None:
+        self.cache.reset(live=False)
+
+    def _note(self, payload: str) -> None:
+        self.cache.reset(live=True)

@@ -175,10 +175,18 @@ _SUMMARY_TAIL: Final = (
 _FILTER: Final = "WHERE (%(mid)s::text IS NULL OR m.id = %(mid)s)"
 _ORDER: Final = "ORDER BY latest.created_at DESC, m.id"
 
+# A session's view carries its mailboxes' participants in the same statement (one trip
+# fewer on every listing and acknowledgement); the participants' own unread counts are
+# the human view's only.
+_PARTICIPANTS_JSON: Final = """,
+  (SELECT json_agg(json_build_array(p.session_id, p.display_name, p.processed_through,
+     p.left_at) ORDER BY p.session_id)
+   FROM mailbox_participants p WHERE p.mailbox_id = m.id)"""
+
 _SESSION_SUMMARIES: Final = f"""
 SELECT m.id, latest.sequence,
   ({UNREAD_FOR.format(mailbox="m.id", cursor="mine.processed_through", session="%(viewer)s")}),
-  {_SUMMARY_TAIL}
+  {_SUMMARY_TAIL}{_PARTICIPANTS_JSON}
 FROM mailboxes m
   JOIN mailbox_participants mine
     ON mine.mailbox_id = m.id AND mine.session_id = %(viewer)s AND mine.left_at IS NULL
@@ -243,14 +251,25 @@ async def summaries(
         sql += " LIMIT %(limit)s"
         params["limit"] = limit
     rows = await every(conn, sql, params)
-    return await _build(conn, rows, human=viewer is None)
+    if viewer is None:
+        return await _build(conn, rows, human=True)
+    participants = [
+        (row[0], session, name, cursor, left_at, 0)
+        for row in rows
+        for session, name, cursor, left_at in row[-1] or ()
+    ]
+    return await _build(conn, [row[:-1] for row in rows], human=False, participants=participants)
 
 
-async def _build(conn: Conn, rows: list[Any], *, human: bool) -> list[MailboxSummary]:
+async def _build(
+    conn: Conn, rows: list[Any], *, human: bool, participants: list[Any] | None = None
+) -> list[MailboxSummary]:
     ids = [row[0] for row in rows]
     by_mailbox: dict[str, Any] = {}
     unread: dict[str, int] = {}
-    if ids:
+    if participants is not None:
+        by_mailbox, unread = group_participants(participants, set(ids))
+    elif ids:
         found = await every(
             conn,
             _PARTICIPANTS.format(unread=_PARTICIPANT_UNREAD if human else "0"),

@@ -56,6 +56,7 @@ class PgMailboxReader:
         self.schema = info
         self.closed = False
         self._board: PgBoardReader | None = None
+        self.insertion_order = activity.InsertionOrder()  # asked once (see the class)
 
     @property
     def location(self) -> str:
@@ -230,7 +231,8 @@ class PgMailboxReader:
     async def activity_page(self, *, before_rowid: int | None, limit: int) -> list[MessageRow]:
         """Messages newest first below ``before_rowid`` (their insertion order)."""
         return await self._read(
-            lambda conn: activity.messages_before(conn, before_rowid, limit), "reading activity"
+            lambda conn: activity.messages_before(conn, before_rowid, limit, self.insertion_order),
+            "reading activity",
         )
 
     async def activity_snapshot(
@@ -243,7 +245,9 @@ class PgMailboxReader:
         """As on a file, in one snapshot; rows above ``after_rowid`` come with the ones
         just below it that may have committed late (``activity.LATE_WINDOW``)."""
         return await self._read(
-            lambda conn: activity.activity_snapshot(conn, after_rowid, limit, wake_window),
+            lambda conn: activity.activity_snapshot(
+                conn, after_rowid, limit, wake_window, self.insertion_order
+            ),
             "reading activity",
         )
 
@@ -251,7 +255,10 @@ class PgMailboxReader:
         self,
     ) -> tuple[list[ParticipantRow], list[SessionLoad], dict[str, str], list[tuple[str, str]]]:
         """Everything the sessions view shows but the notifiers, in one snapshot."""
-        return await self._read(activity.sessions_overview, "reading sessions")
+        return await self._read(
+            lambda conn: activity.sessions_overview(conn, self.insertion_order),
+            "reading sessions",
+        )
 
     async def server_facts(self) -> ServerFacts:
         """The server, the role and what it may read (``doctor``'s checks on a URL)."""

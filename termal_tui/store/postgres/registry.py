@@ -32,6 +32,7 @@ from termal_tui.store.postgres.connection import (
     describe_error,
     first_line,
 )
+from termal_tui.store.postgres.notify import NOTIFY_REGISTRY_SQL
 from termal_tui.store.registry import schema
 from termal_tui.store.registry.dbapi import Cursor, Db
 from termal_tui.store.urls import redact
@@ -245,7 +246,11 @@ class PgRegistryDatabase:
         return True
 
     @contextmanager
-    def transaction(self, write: bool, *, exclusive: bool = False) -> Iterator[Db]:
+    def transaction(
+        self, write: bool, *, exclusive: bool = False, announce: bool = False
+    ) -> Iterator[Db]:
+        """``announce``: the write changes what hubs remember (``store/registry/cache.py``):
+        a notification on the registry's channel goes with its COMMIT."""
         operation = "writing the session registry" if write else "reading the session registry"
         # One transaction per connection at a time; a few connections, so the calls of a
         # hub's many agents do not queue behind one round trip (each waits for a free one
@@ -275,6 +280,8 @@ class PgRegistryDatabase:
                     if exclusive:
                         conn.execute(b"SELECT pg_advisory_xact_lock(%s)", (REGISTRY_LOCK,))
                     yield PgRegistryConnection(conn)
+                    if announce:
+                        conn.execute(NOTIFY_REGISTRY_SQL)
                     committing = True
             except psycopg.Error as error:
                 if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):

@@ -72,7 +72,12 @@ from termal_tui.store.lifecycle import (
 from termal_tui.store.postgres import queries
 from termal_tui.store.postgres.connection import PgDatabase, count, every, one
 from termal_tui.store.postgres.finalizers import PgFinalizerClaims, finalizer_alive
-from termal_tui.store.postgres.notify import MailListener, MailSubscription, notify_mail
+from termal_tui.store.postgres.notify import (
+    CHANNEL,
+    NOTIFY_REGISTRY_SQL,
+    MailListener,
+    MailSubscription,
+)
 from termal_tui.store.postgres.schema import ensure_schema
 from termal_tui.store.urls import redact
 
@@ -146,49 +151,78 @@ def _wakeups_sql(boot: bool) -> str:
     """
 
 
-# Both participants upserted (names refresh; cursors and left_at stay); the target's
-# departure and the new row's unread depth, from the statement's snapshot.
-_JOIN_AND_COUNT: Final = """
+# The sender's earlier message under the same key, if any, and the mailbox locked until
+# COMMIT (the lock that keeps its sequences dense), with its next sequence: one trip.
+# (Waiting for the lock, the duplicate check's snapshot may miss a same-key append that
+# committed meanwhile: the insert then meets the unique index, and the append replays.)
+_DUPLICATE_AND_LOCK: Final = f"""
+SELECT d.*, m.id, m.next_sequence
+FROM (SELECT 1) AS one
+LEFT JOIN (SELECT {rules.DUPLICATE_COLUMNS} FROM mailbox_messages
+  WHERE sender_session_id = %(s)s AND idempotency_key = %(key)s) AS d ON TRUE
+LEFT JOIN (SELECT id, next_sequence FROM mailboxes WHERE participant_key = %(pk)s
+  FOR UPDATE) AS m ON TRUE
+"""
+_DUPLICATE_WIDTH: Final = len(rules.DUPLICATE_COLUMNS.split(","))
+
+# Everything else of an append, in one statement under the mailbox's lock (its snapshot
+# is taken after the lock was granted, so it sees every earlier append of the mailbox):
+# the target's departure and the new row's unread depth; both participants upserted
+# (names refresh; cursors and left_at stay, except that the sender's cursor follows its
+# own message only when it was caught up to the one before: no unread peer message is
+# silently consumed by an unrelated send); the mailbox's next sequence; the row; and the
+# notification every listening hub gets when (and only if) this transaction commits. A
+# departed target is refused by the caller, which rolls all of it back.
+_APPEND_ROW: Final = f"""
 WITH target AS (
   SELECT processed_through, left_at FROM mailbox_participants
   WHERE mailbox_id = %(mid)s AND session_id = %(t)s
+), depth AS (
+  SELECT COUNT(*) + 1 AS n FROM mailbox_messages WHERE mailbox_id = %(mid)s
+  AND target_session_id = %(t)s
+  AND sequence > COALESCE((SELECT processed_through FROM target), 0)
 ), joined AS (
   INSERT INTO mailbox_participants(mailbox_id, session_id, display_name, processed_through,
     joined_at, left_at)
-  VALUES (%(mid)s, %(s)s, %(sn)s, 0, %(now)s, NULL), (%(mid)s, %(t)s, %(tn)s, 0, %(now)s, NULL)
-  ON CONFLICT (mailbox_id, session_id) DO UPDATE SET display_name = excluded.display_name
-)
-SELECT COALESCE((SELECT left_at IS NOT NULL FROM target), FALSE),
-  (SELECT COUNT(*) + 1 FROM mailbox_messages WHERE mailbox_id = %(mid)s
-   AND target_session_id = %(t)s
-   AND sequence > COALESCE((SELECT processed_through FROM target), 0))
-"""
-
-# The row, the mailbox's next sequence, and the sender's cursor, which follows its own
-# message only when it was caught up to the one before (no unread peer message is
-# silently consumed by an unrelated send).
-_COMMIT_ROW: Final = """
-WITH bumped AS (
+  VALUES (%(mid)s, %(s)s, %(sn)s, CASE WHEN %(seq)s = 1 THEN 1 ELSE 0 END, %(now)s, NULL),
+    (%(mid)s, %(t)s, %(tn)s, 0, %(now)s, NULL)
+  ON CONFLICT (mailbox_id, session_id) DO UPDATE SET display_name = excluded.display_name,
+    processed_through = CASE WHEN mailbox_participants.session_id = %(s)s
+      AND mailbox_participants.left_at IS NULL
+      AND mailbox_participants.processed_through = %(seq)s - 1
+      THEN %(seq)s ELSE mailbox_participants.processed_through END
+), bumped AS (
   UPDATE mailboxes SET next_sequence = %(seq)s + 1 WHERE id = %(mid)s
 ), inserted AS (
   INSERT INTO mailbox_messages(id, mailbox_id, sequence, sender_session_id, sender_name,
     target_session_id, target_name, created_at, class, topic, state_stamp, body,
     idempotency_key, unread_depth_at_append, notification_disposition, dispatch_outcome)
-  VALUES (%(id)s, %(mid)s, %(seq)s, %(s)s, %(sn)s, %(t)s, %(tn)s, %(now)s, 'routine',
-    %(topic)s, %(stamp)s, %(body)s, %(key)s, %(depth)s, %(state)s, NULL)
+  SELECT %(id)s, %(mid)s, %(seq)s, %(s)s, %(sn)s, %(t)s, %(tn)s, %(now)s, 'routine',
+    %(topic)s, %(stamp)s, %(body)s, %(key)s, depth.n, %(state)s, %(outcome)s FROM depth
 )
-UPDATE mailbox_participants SET processed_through = %(seq)s
-WHERE mailbox_id = %(mid)s AND session_id = %(s)s AND left_at IS NULL
-  AND processed_through = %(seq)s - 1
+SELECT COALESCE((SELECT left_at IS NOT NULL FROM target), FALSE), (SELECT n FROM depth),
+  pg_notify('{CHANNEL}', %(t)s)
 """
 
 
-# The caller still takes part (else 404), and the mailbox's latest sequence: one trip.
-_ACK_CHECKS: Final = (
-    "SELECT (SELECT 1 FROM mailbox_participants WHERE mailbox_id = %(mid)s "
-    "AND session_id = %(s)s AND left_at IS NULL), "
-    "(SELECT next_sequence - 1 FROM mailboxes WHERE id = %(mid)s)"
+# The caller still takes part (else 404), the mailbox's latest sequence, and the
+# compare-and-swap itself, done only when those checks pass (a failed check raises, which
+# rolls back anyway): one trip. A swap that waits for a concurrent acknowledgement's row
+# lock re-checks ``processed_through = expected`` against the committed value.
+_ACK_SWAP: Final = """
+WITH checks AS (
+  SELECT (SELECT 1 FROM mailbox_participants WHERE mailbox_id = %(mid)s
+    AND session_id = %(s)s AND left_at IS NULL) AS taking_part,
+  (SELECT next_sequence - 1 FROM mailboxes WHERE id = %(mid)s) AS latest
+), swapped AS (
+  UPDATE mailbox_participants SET processed_through = %(through)s
+  WHERE mailbox_id = %(mid)s AND session_id = %(s)s AND left_at IS NULL
+    AND processed_through = %(expected)s
+    AND %(through)s <= (SELECT latest FROM checks)
+  RETURNING 1
 )
+SELECT taking_part, latest, (SELECT COUNT(*) FROM swapped) FROM checks
+"""
 
 
 def claims_key(url: str) -> Path:
@@ -248,9 +282,14 @@ class PgMailboxWriter:
         state_stamp: str | None = None,
         message_class: str | None = None,
         finalizing: bool = False,
+        dispatch_outcome: str | None = None,
     ) -> AppendReceipt:
         """As :meth:`MailboxWriter.append`: the next dense sequence, or the original
-        receipt of a duplicate (a conflict for other content under the same key)."""
+        receipt of a duplicate (a conflict for other content under the same key); a
+        ``dispatch_outcome`` known before the append is committed with the row."""
+        if dispatch_outcome is not None:
+            rules.check_outcome(dispatch_outcome)
+            finalizing = False
         rules.validate_append(
             sender_session_id=sender_session_id,
             target_session_id=target_session_id,
@@ -276,23 +315,30 @@ class PgMailboxWriter:
         claimed: list[str] = []
 
         async def work(conn: Conn) -> AppendReceipt:
-            existing = await one(
+            now = self._now()
+            pk = participant_key(sender_session_id, target_session_id)
+            row = await one(
                 conn,
-                f"SELECT {rules.DUPLICATE_COLUMNS} FROM mailbox_messages "
-                "WHERE sender_session_id = %s AND idempotency_key = %s",
-                (sender_session_id, idempotency_key),
+                _DUPLICATE_AND_LOCK,
+                {"s": sender_session_id, "key": idempotency_key, "pk": pk},
             )
-            if existing is not None:
+            if row[1] is not None:  # the original's id: this key was used before
                 return rules.duplicate_receipt(
-                    existing,
+                    row[:_DUPLICATE_WIDTH],
                     idempotency_key=idempotency_key,
                     target_session_id=target_session_id,
                     body=body,
                     topic=topic,
                     state_stamp=state_stamp,
                 )
+            locked = row[_DUPLICATE_WIDTH:]
+            if locked[0] is None:
+                locked = await self._create_mailbox(conn, pk, now)
             receipt = await self._insert_message(
                 conn,
+                mailbox_id=str(locked[0]),
+                sequence=int(locked[1]),
+                now=now,
                 sender_session_id=sender_session_id,
                 sender_name=sender_name,
                 target_session_id=target_session_id,
@@ -301,6 +347,7 @@ class PgMailboxWriter:
                 idempotency_key=idempotency_key,
                 topic=topic,
                 state_stamp=state_stamp,
+                outcome=dispatch_outcome,
             )
             if finalizing:  # registered before COMMIT: no duplicate can miss it, in
                 # this process (pending) or on any host (the advisory-lock claim).
@@ -391,27 +438,31 @@ class PgMailboxWriter:
             lambda conn: one(conn, sql, params), "reading a mailbox row", single=True
         )
 
-    async def _lock_mailbox(self, conn: Conn, key: str, now: str) -> tuple[str, int]:
-        """The mailbox of ``key`` and its next sequence, created if missing, locked until
-        COMMIT (the lock that keeps its sequences dense)."""
-        sql = "SELECT id, next_sequence FROM mailboxes WHERE participant_key = %s FOR UPDATE"
-        row = await one(conn, sql, (key,))
+    async def _create_mailbox(self, conn: Conn, key: str, now: str) -> Any:
+        """The mailbox of ``key`` did not exist: created, or (a concurrent append created
+        it first) that one locked; its id and next sequence."""
+        row = await one(
+            conn,
+            "INSERT INTO mailboxes(id, participant_key, created_at, next_sequence) "
+            "VALUES(%s, %s, %s, 1) ON CONFLICT (participant_key) DO NOTHING "
+            "RETURNING id, next_sequence",
+            (mailbox_id_from(self._new_id()), key, now),
+        )
         if row is None:
             row = await one(
                 conn,
-                "INSERT INTO mailboxes(id, participant_key, created_at, next_sequence) "
-                "VALUES(%s, %s, %s, 1) ON CONFLICT (participant_key) DO NOTHING "
-                "RETURNING id, next_sequence",
-                (mailbox_id_from(self._new_id()), key, now),
+                "SELECT id, next_sequence FROM mailboxes WHERE participant_key = %s FOR UPDATE",
+                (key,),
             )
-        if row is None:  # a concurrent append created it: lock that one
-            row = await one(conn, sql, (key,))
-        return str(row[0]), int(row[1])
+        return row
 
     async def _insert_message(
         self,
         conn: Conn,
         *,
+        mailbox_id: str,
+        sequence: int,
+        now: str,
         sender_session_id: str,
         sender_name: str,
         target_session_id: str,
@@ -420,34 +471,14 @@ class PgMailboxWriter:
         idempotency_key: str,
         topic: str | None,
         state_stamp: str | None,
+        outcome: str | None,
     ) -> AppendReceipt:
-        """The SQLite writer's steps in three statements (each a round trip): lock the
-        mailbox; upsert both participants while reading the target's cursor and unread
-        depth (the upsert changes only names, so the statement's snapshot of the cursor
-        and ``left_at`` is the committed one); insert the row, bump the sequence and move
-        the sender's cursor."""
-        now = self._now()
-        mailbox_id, sequence = await self._lock_mailbox(
-            conn, participant_key(sender_session_id, target_session_id), now
-        )
+        """The row at ``sequence`` of the locked mailbox (:data:`_APPEND_ROW`)."""
+        message_id = message_id_from(self._new_id())
+        state = outcome or DURABLE_BUT_NOT_WOKEN
         target = await one(
             conn,
-            _JOIN_AND_COUNT,
-            {
-                "mid": mailbox_id,
-                "s": sender_session_id,
-                "sn": sender_name,
-                "t": target_session_id,
-                "tn": target_name,
-                "now": now,
-            },
-        )
-        departed, unread_depth = bool(target[0]), int(target[1])
-        if departed:
-            raise ConflictError(rules.DEPARTED_TARGET)
-        message_id = message_id_from(self._new_id())
-        await conn.execute(
-            _COMMIT_ROW.encode(),
+            _APPEND_ROW,
             {
                 "id": message_id,
                 "mid": mailbox_id,
@@ -461,18 +492,18 @@ class PgMailboxWriter:
                 "stamp": state_stamp,
                 "body": body,
                 "key": idempotency_key,
-                "depth": unread_depth,
-                "state": DURABLE_BUT_NOT_WOKEN,
+                "state": state,
+                "outcome": outcome,
             },
         )
-        # Delivered to every listening hub when (and only if) this transaction commits.
-        await notify_mail(conn, target_session_id)
+        if target[0]:
+            raise ConflictError(rules.DEPARTED_TARGET)
         return AppendReceipt(
             mailbox_id=mailbox_id,
             message_id=message_id,
             sequence=sequence,
-            unread_depth=unread_depth,
-            notification_disposition=DURABLE_BUT_NOT_WOKEN,
+            unread_depth=int(target[1]),
+            notification_disposition=state,
             duplicate=False,
         )
 
@@ -511,6 +542,7 @@ class PgMailboxWriter:
                 work,
                 "beginning initial mailbox dispatch outcome update",
                 commit="committing initial mailbox dispatch outcome update",
+                idempotent=True,  # recorded once: a second run finds it recorded
             )
         finally:
             self.abandon_dispatch(message_id)
@@ -521,8 +553,12 @@ class PgMailboxWriter:
         self._claims.release(message_id)
 
     async def _update_count(self, sql: str, params: dict[str, Any]) -> int:
+        # A wake state's update may run again (it only moves rows forward).
         return await self._db.run(
-            lambda conn: count(conn, sql, params), LIFECYCLE_BEGIN, commit=LIFECYCLE_COMMIT
+            lambda conn: count(conn, sql, params),
+            LIFECYCLE_BEGIN,
+            commit=LIFECYCLE_COMMIT,
+            idempotent=True,
         )
 
     async def mark_recovered_through(
@@ -558,8 +594,10 @@ class PgMailboxWriter:
     # ------------------------------------------------------------------- reads
 
     async def list_mailboxes(self, *, session_id: str) -> list[MailboxSummary]:
+        # Reads only, each statement from what was committed when it began (as in the
+        # READ COMMITTED transaction it would otherwise be): no BEGIN and COMMIT.
         return await self._db.run(
-            lambda conn: queries.summaries(conn, session_id), "listing mailboxes"
+            lambda conn: queries.summaries(conn, session_id), "listing mailboxes", single=True
         )
 
     async def processed_through(self, session_id: str, mailbox_id: str) -> int:
@@ -625,19 +663,22 @@ class PgMailboxWriter:
         rules.check_acknowledgement(expected_processed_through, processed_through)
 
         async def work(conn: Conn) -> MailboxSummary:
-            row = await one(conn, _ACK_CHECKS, {"mid": mailbox_id, "s": session_id})
+            row = await one(
+                conn,
+                _ACK_SWAP,
+                {
+                    "mid": mailbox_id,
+                    "s": session_id,
+                    "through": processed_through,
+                    "expected": expected_processed_through,
+                },
+            )
             if row[0] is None:
                 raise NotFoundError(rules.NOT_PARTICIPANT)
             if row[1] is None:
                 raise NotFoundError(rules.ACK_MAILBOX_NOT_FOUND)
             rules.check_within_latest(processed_through, row[1])
-            swapped = await count(
-                conn,
-                "UPDATE mailbox_participants SET processed_through = %s "
-                "WHERE mailbox_id = %s AND session_id = %s AND left_at IS NULL "
-                "AND processed_through = %s",
-                (processed_through, mailbox_id, session_id, expected_processed_through),
-            )
+            swapped = int(row[2])
             if swapped == 0:
                 current = await one(
                     conn,
@@ -666,16 +707,19 @@ class PgMailboxWriter:
     async def mark_session_left(self, session_id: str) -> int:
         """Set ``left_at`` once (a second delete keeps the first)."""
         now = self._now()
-        return await self._db.run(
-            lambda conn: count(
+
+        async def work(conn: Conn) -> int:
+            changed = await count(
                 conn,
                 "UPDATE mailbox_participants SET left_at = COALESCE(left_at, %s) "
                 "WHERE session_id = %s",
                 (now, session_id),
-            ),
-            "marking a session left",
-            commit="marking a session left",
-        )
+            )
+            # Hubs that remember "no marker" for this session forget it at COMMIT.
+            await conn.execute(NOTIFY_REGISTRY_SQL)
+            return changed
+
+        return await self._db.run(work, "marking a session left", commit="marking a session left")
 
     async def reactivate_session(self, session_id: str) -> list[tuple[str, str]]:
         """Clear stale ``left_at`` markers; returns exactly the (mailbox_id, left_at)
@@ -720,6 +764,7 @@ class PgMailboxWriter:
                     b"WHERE mailbox_id = %s AND session_id = %s AND left_at IS NULL",
                     [(left_at, mailbox_id, session_id) for mailbox_id, left_at in cleared],
                 )
+            await conn.execute(NOTIFY_REGISTRY_SQL)  # markers again: hubs forget "none"
 
         await self._db.run(
             work,

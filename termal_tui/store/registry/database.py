@@ -113,9 +113,12 @@ class RegistryDatabase:
         self._quick = quick
 
     @contextmanager
-    def transaction(self, write: bool, *, exclusive: bool = False) -> Iterator[sqlite3.Connection]:
+    def transaction(
+        self, write: bool, *, exclusive: bool = False, announce: bool = False
+    ) -> Iterator[sqlite3.Connection]:
         """``exclusive``: the write checks, then claims (a name, a project); every write
-        on a file is already one at a time (``BEGIN IMMEDIATE``)."""
+        on a file is already one at a time (``BEGIN IMMEDIATE``). ``announce`` is for a
+        shared database's hubs (nothing remembers a file's registry between calls)."""
         if not write and self._db is None and not self.path.exists():
             # Nothing registered yet: a read answers from an empty registry and creates
             # no file (a mistyped path must not leave one behind).
