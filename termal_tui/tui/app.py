@@ -26,7 +26,6 @@ from textual.binding import Binding
 from textual.command import Provider
 from textual.content import Content
 from textual.css.query import NoMatches
-from textual.widgets import Header
 
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
@@ -45,6 +44,7 @@ from termal_tui.tui.messages import (
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.tabs import Panes, TabStrip
+from termal_tui.tui.widgets.title import TitleBar
 from termal_tui.views.activity import Jump
 from termal_tui.views.index import IndexModel, Update
 from termal_tui.views.live import Clock, LiveSource, SystemClock
@@ -194,7 +194,7 @@ class MailboxApp(App[None]):
         # With --mailbox on a file that is there, its tab is in the first frame (drawn
         # before the reader opens: "◌ Loading", then the page), not added to a drawn index.
         first = self._first_pane() if self.initial_mailbox else None
-        yield Header()
+        yield TitleBar()
         tabs = [(INDEX_PANE, Content("Mailboxes"))]
         if first is not None:
             tabs.append((first.id or "", self._tab_title(first.mailbox_id)))
