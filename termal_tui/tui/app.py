@@ -214,13 +214,9 @@ class MailboxApp(App[None]):
             return None
         return self._new_pane(self.initial_mailbox)
 
-    async def on_mount(self) -> None:
-        # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
-        # would animate for nothing, and it hides the index until the cards arrive).
-        self._show(self.active_pane)
-        self.call_later(self._focus_active)
-        if self.config is not None:
-            self._apply_config(self.config)
+    async def on_load(self) -> None:
+        """The file starts opening before anything is composed: its connect and checks
+        run on the reader's thread while the first frame is built and drawn."""
         model = IndexModel(
             self.live,
             session_id=self.session_id,
@@ -229,10 +225,19 @@ class MailboxApp(App[None]):
         )
         self.index_model = model
         model.listeners.append(self._index_update)
-        for index in self.query(MailboxIndex).results(MailboxIndex):
-            index.attach(model)
         follow_live(self, self.live)
         await self.live.start()
+
+    async def on_mount(self) -> None:
+        # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
+        # would animate for nothing, and it hides the index until the cards arrive).
+        self._show(self.active_pane)
+        self.call_later(self._focus_active)
+        if self.config is not None:
+            self._apply_config(self.config)
+        if self.index_model is not None:
+            for index in self.query(MailboxIndex).results(MailboxIndex):
+                index.attach(self.index_model)
         if self.greeting:
             self.notify(self.greeting, timeout=30, markup=False)
 
