@@ -104,6 +104,7 @@ __all__ = [
     "FollowsPath",
     "WriterAdmission",
     "connect_read_only",
+    "connect_read_only_then",
     "connect_read_write",
     "describe_error",
     "directory_writable",
@@ -138,19 +139,53 @@ async def connect_read_only(
 
     ``immutable`` opens the main file as a snapshot: no locks, no sidecars, no WAL.
     """
+    db, _ = await connect_read_only_then(
+        path, lambda _conn: None, immutable=immutable, busy_timeout_ms=busy_timeout_ms
+    )
+    return db
+
+
+async def connect_read_only_then(
+    path: Path,
+    work: Callable[[sqlite3.Connection], T],
+    *,
+    immutable: bool = False,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+) -> tuple[aiosqlite.Connection, T]:
+    """:func:`connect_read_only`, then ``work`` on the new connection in the same thread
+    hop as its settings (a viewer's open is two hops, not one per statement). A
+    ``sqlite3.Error`` of ``work`` closes the connection and propagates as it is (the
+    caller describes it); one of the settings is described here."""
     try:
         db = await aiosqlite.connect(
             read_only_uri(path, immutable=immutable), uri=True, isolation_level=None
         )
     except sqlite3.Error as error:
         raise describe_error(path, error) from error
+
+    def setup(conn: sqlite3.Connection) -> T:
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA query_only = 1")
+        except sqlite3.Error as error:
+            raise _SettingFailed(error) from error
+        return work(conn)
+
     try:
-        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        await db.execute("PRAGMA query_only = 1")
-    except sqlite3.Error as error:
+        result = await run(db, setup)
+    except _SettingFailed as failed:
         await db.close()
-        raise describe_error(path, error) from error
-    return db
+        raise describe_error(path, failed.error) from failed.error
+    except BaseException:
+        await db.close()
+        raise
+    return db, result
+
+
+class _SettingFailed(Exception):
+    def __init__(self, error: sqlite3.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 async def connect_read_write(

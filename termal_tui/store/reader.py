@@ -49,7 +49,7 @@ from termal_tui.store.connection import (
 )
 from termal_tui.store.connection import (
     FollowsPath,
-    connect_read_only,
+    connect_read_only_then,
     describe_error,
     directory_writable,
     file_identity,
@@ -87,6 +87,9 @@ class MailboxReader(FollowsPath, ActivityReads):
         # Calls from concurrent tasks share one connection: one snapshot at a time.
         self._lock = asyncio.Lock()
         self._board: BoardReader | None = None
+        # PRAGMA data_version when the file was opened (read with the checks, in the
+        # same thread hop); None when unknown.
+        self.opened_version: int | None = None
         self.follow(path, identity)  # the file this connection reads
 
     @property
@@ -308,16 +311,21 @@ class MailboxReader(FollowsPath, ActivityReads):
 
 async def _open_verified(
     path: Path, *, immutable: bool, busy_timeout_ms: int
-) -> tuple[aiosqlite.Connection, SchemaInfo]:
-    db = await connect_read_only(path, immutable=immutable, busy_timeout_ms=busy_timeout_ms)
+) -> tuple[aiosqlite.Connection, SchemaInfo, int]:
+    """The connection, the schema it reads, and its ``data_version`` at the open: the
+    settings, the checks and the version in one thread hop after the connect."""
+
+    def verified(conn: sqlite3.Connection) -> tuple[SchemaInfo, int]:
+        info = read_snapshot(conn, lambda c: verify_readable(c, path))
+        return info, int(conn.execute("PRAGMA data_version").fetchone()[0])
+
     try:
-        info = await run(db, lambda conn: read_snapshot(conn, lambda c: verify_readable(c, path)))
-    except BaseException as error:
-        await db.close()
-        if isinstance(error, sqlite3.Error):
-            raise describe_error(path, error) from error
-        raise
-    return db, info
+        db, (info, version) = await connect_read_only_then(
+            path, verified, immutable=immutable, busy_timeout_ms=busy_timeout_ms
+        )
+    except sqlite3.Error as error:
+        raise describe_error(path, error) from error
+    return db, info, version
 
 
 @contextlib.asynccontextmanager
@@ -349,7 +357,9 @@ async def open_reader(
         # Check the file through an immutable, lock-free open first: a rejected file
         # must not leave the sidecars a WAL open would make. Without a -wal the
         # main file holds every committed row, so this check sees the whole file.
-        probe, _ = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+        probe, _, _ = await _open_verified(
+            resolved, immutable=True, busy_timeout_ms=busy_timeout_ms
+        )
         await probe.close()
     if sidecars_missing and not directory_writable(resolved):
         snapshot = (
@@ -359,7 +369,7 @@ async def open_reader(
         if Path(f"{resolved}-wal").exists():
             snapshot += "; writes still in the -wal are not shown"
     try:
-        db, info = await _open_verified(
+        db, info, version = await _open_verified(
             resolved, immutable=snapshot is not None, busy_timeout_ms=busy_timeout_ms
         )
     except StorageError:
@@ -367,8 +377,11 @@ async def open_reader(
             raise
         # The directory looked writable but SQLite could not set up the WAL index.
         snapshot = "cannot set up the WAL index: this is a snapshot and live refresh is off"
-        db, info = await _open_verified(resolved, immutable=True, busy_timeout_ms=busy_timeout_ms)
+        db, info, version = await _open_verified(
+            resolved, immutable=True, busy_timeout_ms=busy_timeout_ms
+        )
     reader = MailboxReader(db, resolved, info, snapshot, identity)
+    reader.opened_version = version
     try:
         yield reader
     finally:

@@ -26,7 +26,6 @@ from textual.binding import Binding
 from textual.command import Provider
 from textual.content import Content
 from textual.css.query import NoMatches
-from textual.widgets import Header, TabbedContent, TabPane
 
 from termal_tui.models import MailboxSummary
 from termal_tui.presentation import summary_title
@@ -44,6 +43,8 @@ from termal_tui.tui.messages import (
 )
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.index import MailboxIndex
+from termal_tui.tui.widgets.tabs import Panes, TabStrip
+from termal_tui.tui.widgets.title import TitleBar
 from termal_tui.views.activity import Jump
 from termal_tui.views.index import IndexModel, Update
 from termal_tui.views.live import Clock, LiveSource, SystemClock
@@ -55,7 +56,8 @@ if TYPE_CHECKING:
     from termal_tui.tui.widgets.mailbox_view import MailboxView
     from termal_tui.viewer_config import ViewerConfig
 
-INDEX_PANE: Final = "index"
+INDEX_PANE: Final = "index"  # the index's tab (its widget is #mailbox-index)
+INDEX_WIDGET: Final = "mailbox-index"
 DEFAULT_POLL_SECONDS: Final = 8.0
 MAX_CONFIG_SHOWN: Final = 5  # config problems listed in the one notification
 # A viewer never waits long for a lock: it shows Stale and tries again soon.
@@ -192,16 +194,19 @@ class MailboxApp(App[None]):
         # With --mailbox on a file that is there, its tab is in the first frame (drawn
         # before the reader opens: "◌ Loading", then the page), not added to a drawn index.
         first = self._first_pane() if self.initial_mailbox else None
-        yield Header()
-        with TabbedContent(id="tabs", initial=first.id or "" if first is not None else ""):
-            with TabPane(Content("Mailboxes"), id=INDEX_PANE):
-                if first is None:  # else built behind the tab once its page is drawn
-                    yield MailboxIndex(id="mailbox-index")
-            if first is not None:
+        yield TitleBar()
+        tabs = [(INDEX_PANE, Content("Mailboxes"))]
+        if first is not None:
+            tabs.append((first.id or "", self._tab_title(first.mailbox_id)))
+        yield TabStrip(*tabs, active=tabs[-1][0], id="tabs")
+        with Panes(id="panes"):
+            if first is None:  # else built behind the tab once its page is drawn
+                yield MailboxIndex(id=INDEX_WIDGET)
+            else:
                 yield first
         yield FittingFooter()  # compact; leaves out the least needed keys when narrow
 
-    def _first_pane(self) -> TabPane | None:
+    def _first_pane(self) -> MailboxView | None:
         """The --mailbox tab, built before the file is read (None when there is no file
         yet: the index says it is waiting, and the tab opens when the file appears)."""
         assert self.initial_mailbox is not None
@@ -209,11 +214,9 @@ class MailboxApp(App[None]):
             return None
         return self._new_pane(self.initial_mailbox)
 
-    async def on_mount(self) -> None:
-        # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
-        # would animate for nothing, and it hides the index until the cards arrive).
-        if self.config is not None:
-            self._apply_config(self.config)
+    async def on_load(self) -> None:
+        """The file starts opening before anything is composed: its connect and checks
+        run on the reader's thread while the first frame is built and drawn."""
         model = IndexModel(
             self.live,
             session_id=self.session_id,
@@ -222,10 +225,19 @@ class MailboxApp(App[None]):
         )
         self.index_model = model
         model.listeners.append(self._index_update)
-        for index in self.query(MailboxIndex).results(MailboxIndex):
-            index.attach(model)
         follow_live(self, self.live)
         await self.live.start()
+
+    async def on_mount(self) -> None:
+        # The index's status line says "Loading mailboxes…" (no LoadingIndicator: it
+        # would animate for nothing, and it hides the index until the cards arrive).
+        self._show(self.active_pane)
+        self.call_later(self._focus_active)
+        if self.config is not None:
+            self._apply_config(self.config)
+        if self.index_model is not None:
+            for index in self.query(MailboxIndex).results(MailboxIndex):
+                index.attach(self.index_model)
         if self.greeting:
             self.notify(self.greeting, timeout=30, markup=False)
 
@@ -345,22 +357,22 @@ class MailboxApp(App[None]):
         with ``at_sequence``, select that message once the tab has loaded."""
         if self.live.reader is None:
             return
-        tabs = self.query_one("#tabs", TabbedContent)
         pane_id = self._panes.get(mailbox_id)
         if pane_id is not None:
-            tabs.active = pane_id
-            self.call_after_refresh(self._tab_in_view)
+            self.activate(pane_id)
             if at_sequence is not None:
                 view = self.active_view()
                 if view is not None:
                     view.request_jump(at_sequence)
             return
-        pane = self._new_pane(mailbox_id, at_sequence)
-        tabs.add_pane(pane)
-        tabs.active = pane.id or ""
-        self.call_after_refresh(self._tab_in_view)
+        view = self._new_pane(mailbox_id, at_sequence)
+        pane_id = view.id or ""
+        self.query_one("#tabs", TabStrip).add_tab(pane_id, self._tab_title(mailbox_id))
+        view.display = False  # shown by activate, with the others hidden
+        self.query_one("#panes", Panes).mount(view)
+        self.activate(pane_id)
 
-    def _new_pane(self, mailbox_id: str, at_sequence: int | None = None) -> TabPane:
+    def _new_pane(self, mailbox_id: str, at_sequence: int | None = None) -> MailboxView:
         """A tab for ``mailbox_id`` (its view reads when the source has a file open)."""
         from termal_tui.tui.widgets.mailbox_view import MailboxView
 
@@ -372,23 +384,12 @@ class MailboxApp(App[None]):
             self.live,
             session_id=self.session_id,
             export_dir=self.config.export_dir if self.config is not None else None,
+            id=pane_id,
         )
         if at_sequence is not None:
             view.request_jump(at_sequence)
         self._views[pane_id] = view
-        return TabPane(self._tab_title(mailbox_id), view, id=pane_id)
-
-    def _tab_in_view(self) -> None:
-        """The active tab scrolled into the strip (a tab added and activated at once is
-        not laid out when the strip would scroll to it; a relabel changes widths)."""
-        with contextlib.suppress(NoMatches):
-            tabs = self.query_one("#tabs", TabbedContent)
-            if tabs.active:
-                # The strip scrolls only when forced (its overflow is hidden), as Tabs
-                # does itself on a click; "#tabs-scroll" is Tabs' own container.
-                tab = tabs.get_tab(tabs.active)
-                strip = tabs.query_one("#tabs-scroll")
-                strip.scroll_to_center(tab, animate=False, force=True, immediate=True)
+        return view
 
     def _tab_title(self, mailbox_id: str) -> Content:
         for summary in self.summaries:
@@ -400,10 +401,9 @@ class MailboxApp(App[None]):
         pane_id = self._panes.get(mailbox_id)
         if pane_id is None:
             return
-        with contextlib.suppress(NoMatches):  # closed meanwhile
-            tab = self.query_one("#tabs", TabbedContent).get_tab(pane_id)
-            tab.label = Content(cap_cells(visible_line(title), TAB_TITLE_CELLS))
-        self.call_after_refresh(self._tab_in_view)
+        with contextlib.suppress(NoMatches):  # shutting down
+            label = Content(cap_cells(visible_line(title), TAB_TITLE_CELLS))
+            self.query_one("#tabs", TabStrip).relabel(pane_id, label)
 
     @on(TitleKnown)
     def _title_known(self, event: TitleKnown) -> None:
@@ -424,8 +424,9 @@ class MailboxApp(App[None]):
         async with self._index_lock:
             for index in self.query(MailboxIndex).results(MailboxIndex):
                 return index
-            index = MailboxIndex(id="mailbox-index")
-            await self.query_one(f"#{INDEX_PANE}", TabPane).mount(index)
+            index = MailboxIndex(id=INDEX_WIDGET)
+            index.display = self.active_pane == INDEX_PANE
+            await self.query_one("#panes", Panes).mount(index)
             if self.index_model is not None:
                 index.attach(self.index_model)
             return index
@@ -481,44 +482,67 @@ class MailboxApp(App[None]):
     @on(CloseRequested)
     async def _close_requested(self, event: CloseRequested) -> None:
         pane_id = self._panes.pop(event.mailbox_id, None)
-        if pane_id is not None:
-            self._views.pop(pane_id, None)
-            await self.query_one("#tabs", TabbedContent).remove_pane(pane_id)
+        if pane_id is None:
+            return
+        view = self._views.pop(pane_id, None)
+        active = self.query_one("#tabs", TabStrip).remove_tab(pane_id)
+        if view is not None:
+            await view.remove()
+        self.activate(active, force=True)
 
-    def _active_pane(self) -> str:
-        return self.query_one("#tabs", TabbedContent).active
+    @property
+    def active_pane(self) -> str:
+        """The active tab's id: INDEX_PANE, or a mailbox tab's (its view's id)."""
+        for strip in self.query("#tabs").results(TabStrip):
+            return strip.active
+        return ""  # shutting down
 
     def active_view(self) -> MailboxView | None:
         """The mailbox view of the active tab (None on the index)."""
-        pane_id = self._active_pane()
+        pane_id = self.active_pane
         if pane_id == INDEX_PANE or not pane_id:
             return None
         view = self._views.get(pane_id)
         return view if view is not None and view.is_attached else None
 
-    @on(TabbedContent.TabActivated)
-    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Keys go to what the tab shows. (Each widget pauses and resumes its own timer
-        when it is hidden and shown.)"""
-        # The tab active now: a queued event may name one that is no longer active.
-        active = self.query("#tabs").results(TabbedContent)
-        pane_id = next((tabs.active for tabs in active), None)  # none while shutting down
+    def activate(self, pane_id: str, *, force: bool = False) -> None:
+        """Show the tab ``pane_id`` (INDEX_PANE or a mailbox tab's id); the keys go to
+        what it shows. (Each widget pauses and resumes its own timer when it is hidden
+        and shown.)"""
+        strip = self.query_one("#tabs", TabStrip)
+        if pane_id not in strip.pane_ids or (pane_id == strip.active and not force):
+            return
+        strip.activate(pane_id)
+        self._show(pane_id)
+        self.refresh_bindings()
+        self.call_later(self._focus_active)
+
+    def _show(self, pane_id: str) -> None:
+        self.query_one("#panes", Panes).show(INDEX_WIDGET if pane_id == INDEX_PANE else pane_id)
+
+    @on(TabStrip.Activated)
+    def _tab_chosen(self, event: TabStrip.Activated) -> None:
+        self.activate(event.pane_id)
+
+    async def _focus_active(self) -> None:
+        """Keys go to what the active tab shows (the tab active now: a queued call may
+        follow another choice)."""
+        pane_id = self.active_pane
         if pane_id == INDEX_PANE:
-            index = await self.build_index()
-            index.focus_cards()
+            with contextlib.suppress(NoMatches):  # shutting down
+                index = await self.build_index()
+                index.focus_cards()
         elif pane_id:
             view = self.active_view()
             if view is not None:
                 view.focus_thread()  # safe before the view has built its children
 
     def _cycle(self, step: int) -> None:
-        tabs = self.query_one("#tabs", TabbedContent)
-        order = [pane.id for pane in tabs.query(TabPane) if pane.id]
+        order = self.query_one("#tabs", TabStrip).pane_ids
         if len(order) < 2:
             return
-        current = order.index(tabs.active) if tabs.active in order else 0
-        tabs.active = order[(current + step) % len(order)]
-        self.call_after_refresh(self._tab_in_view)
+        current = order.index(self.active_pane) if self.active_pane in order else 0
+        self.activate(order[(current + step) % len(order)])
 
     def action_next_tab(self) -> None:
         self._cycle(1)
@@ -527,7 +551,7 @@ class MailboxApp(App[None]):
         self._cycle(-1)
 
     def action_show_index(self) -> None:
-        self.query_one("#tabs", TabbedContent).active = INDEX_PANE
+        self.activate(INDEX_PANE)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         tab_action = action in ("next_tab", "previous_tab", "show_index")
@@ -537,7 +561,7 @@ class MailboxApp(App[None]):
         if action in ("next_tab", "previous_tab"):
             return len(self._panes) > 0
         if action == "show_index":
-            return self._active_pane() != INDEX_PANE
+            return self.active_pane != INDEX_PANE
         return True
 
     # --------------------------------------------------------------- actions

@@ -557,9 +557,11 @@ class LiveSource:
             return
         old, self._stack, self.reader = self._stack, stack, reader
         self._reconnect = False
-        self._version = None
-        with contextlib.suppress(StoreError):  # else the next check reads it
-            self._version = await reader.data_version()
+        # Read with the file's checks when the reader opened it (one thread hop less).
+        self._version = getattr(reader, "opened_version", None)
+        if self._version is None:
+            with contextlib.suppress(StoreError):  # else the next check reads it
+                self._version = await reader.data_version()
         if self.url is None:
             self._wal = _identity(Path(f"{self.path}-wal"))
         self._set(

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import OptionList, TabbedContent
+from textual.widgets import OptionList
 
 from termal_tui.store import open_writer
 from termal_tui.store.errors import StoreError
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
+from termal_tui.tui.widgets.tabs import TabStrip
 from tests.helpers import cursors, digest
 from tests.viewer_support import (
     app_for,
@@ -92,20 +93,22 @@ async def test_close_and_cycle_tabs_from_the_keyboard(demo_db):
         await settle(app, pilot)
         await open_view(app, pilot, "planner", "backend")
         await open_view(app, pilot, "planner", "docs")
-        tabs = app.query_one(TabbedContent)
-        order = [pane.id for pane in tabs.query("TabPane")]
-        assert tabs.active == order[2]
+        tabs = app.query_one(TabStrip)
+        order = tabs.pane_ids
+        assert app.active_pane == order[2]
         await pilot.press("right_square_bracket")  # ] works on every keyboard
-        assert tabs.active == order[0]
+        assert app.active_pane == order[0]
         await pilot.press("left_square_bracket")
-        assert tabs.active == order[2]
+        assert app.active_pane == order[2]
         await pilot.press("ctrl+right")  # the old chord still works
-        assert tabs.active == order[0]
+        assert app.active_pane == order[0]
         await pilot.press("ctrl+left")
         await pilot.press("w")
         await settle(app, pilot)
         assert len(app.query(MailboxView)) == 1
-        assert order[2] not in [pane.id for pane in tabs.query("TabPane")]
+        assert order[2] not in tabs.pane_ids
+        assert app.active_pane == order[1]  # the closed tab's neighbour, shown
+        assert app.screen.focused is app.active_view().thread
 
 
 async def test_paging_loads_50_at_a_time_down_to_the_first_message(demo_db):

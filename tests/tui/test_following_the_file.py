@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from textual.geometry import Region
-from textual.widgets import TabbedContent
 
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
+from termal_tui.tui.widgets.tabs import TabStrip
 from termal_tui.tui.widgets.thread_list import ThreadList
 from tests.viewer_support import (
     advance,
@@ -382,8 +382,7 @@ async def test_paused_and_a_tab_opened_by_id_is_titled_with_names(demo):
         view = app.active_view()
         assert view.query_one(ThreadHeader).state == "paused"
         assert "⏸ Paused" in screen_text(app) and "● Live" not in screen_text(app)
-        tabs = app.query_one(TabbedContent)
-        assert str(tabs.get_tab(tabs.active).label) == "planner ⇄ docs"
+        assert app.query_one(TabStrip).label(app.active_pane).plain == "planner ⇄ docs"
 
 
 # ----------------------------------------------------------------- appearance
@@ -525,7 +524,7 @@ async def test_hidden_tabs_read_nothing_and_a_hidden_index_reads_no_idle_page(de
         await advance(app, pilot, INTERVAL)
         assert polls == [second.mailbox_id]  # the shown tab only
         assert pages == [1]  # the hidden index follows the commit (the title)
-        app.query_one(TabbedContent).active = first.parent.id  # back to the first tab
+        app.activate(first.id)  # back to the first tab
         await settle(app, pilot)
         assert polls == [second.mailbox_id, first.mailbox_id]  # refreshed at once
         assert first.live and first.messages[0].body == "while the first tab is hidden"
@@ -537,12 +536,12 @@ async def test_a_tab_activated_before_its_view_is_built_still_gets_the_keys(demo
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
         view = await open_tab(app, pilot, "planner", "backend")
-        pane = view.parent.id
+        pane = view.id
         app.action_show_index()
         await settle(app, pilot)
         unbuilt = MailboxView(view.mailbox_id, app.live)
         monkeypatch.setattr(app, "active_view", lambda: unbuilt)
-        app.query_one(TabbedContent).active = pane
+        app.activate(pane)
         await settle(app, pilot)
         assert app.is_running
         monkeypatch.undo()

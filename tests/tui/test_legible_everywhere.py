@@ -24,12 +24,12 @@ from textual.filter import DIM_FACTOR
 from textual.pilot import Pilot
 from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
-from textual.widgets import TabbedContent, Tabs
 
 from termal_tui.tui.app import INDEX_PANE, MailboxApp
 from termal_tui.tui.contrast import RGB, TEXT_MINIMUM, blend, contrast_ratio, hex_color
 from termal_tui.tui.legible import NAMES, legible_variables
 from termal_tui.tui.widgets.mailbox_view import MailboxView
+from termal_tui.tui.widgets.tabs import TabStrip
 from tests.viewer_support import app_for, mailbox_between, settle
 
 pytestmark = pytest.mark.usefixtures("xdg")
@@ -134,7 +134,7 @@ async def index_and_tab(app: MailboxApp, pilot: Pilot[None], theme: str) -> dict
     the file here: a pause lets the theme's and the focus's styles apply."""
     app.theme = theme
     await pilot.pause()
-    tabs = app.query_one("#tabs", TabbedContent)
+    tab_row = app.query_one("#tabs", TabStrip)
     view = app.active_view()
     assert isinstance(view, MailboxView)
     thread = view.query_one("#thread")
@@ -143,7 +143,6 @@ async def index_and_tab(app: MailboxApp, pilot: Pilot[None], theme: str) -> dict
     assert view.highlight_sequence(PROCESSED_ROW)
     await pilot.pause()
     header = view.query("ThreadHeader, #participants")
-    tab_row = tabs.query_one(Tabs)
     shown["tab, processed row highlighted"] = drawn(app, thread, *header, tab_row)
     assert view.highlight_sequence(UNREAD_ROW)
     await pilot.pause()
@@ -155,8 +154,8 @@ async def index_and_tab(app: MailboxApp, pilot: Pilot[None], theme: str) -> dict
     await pilot.pause()
     shown["tab row focused"] = drawn(app, tab_row)
 
-    pane = tabs.active
-    tabs.active = INDEX_PANE
+    pane = app.active_pane
+    app.activate(INDEX_PANE)
     cards = app.query_one("#cards")
     cards.focus()
     await pilot.pause()
@@ -167,7 +166,7 @@ async def index_and_tab(app: MailboxApp, pilot: Pilot[None], theme: str) -> dict
     app.set_focus(None)
     await pilot.pause()
     shown["index, blurred"] = drawn(app, cards)
-    tabs.active = pane
+    app.activate(pane)
     await pilot.pause()
     return shown
 

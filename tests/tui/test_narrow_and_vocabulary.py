@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual import events
-from textual.widgets import Input, OptionList, TabbedContent, TextArea
+from textual.widgets import Input, OptionList, TextArea
 
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp
@@ -19,6 +19,7 @@ from termal_tui.tui.screens.body import BodyScreen
 from termal_tui.tui.screens.help import HelpScreen
 from termal_tui.tui.screens.search import SearchScreen
 from termal_tui.tui.widgets.mailbox_view import MailboxView, clipboard_note
+from termal_tui.tui.widgets.tabs import TabStrip
 from termal_tui.viewer_config import load_config
 from termal_tui.views.thread import StartMarker
 from tests.viewer_support import (
@@ -255,10 +256,11 @@ async def test_six_tabs_at_80_columns_keep_the_active_tab_on_the_strip(demo):
         for summary in list(app.summaries):
             app.open_mailbox(summary.id)
             await settle(app, pilot)
-            tabs = app.query_one(TabbedContent)
-            tab = tabs.get_tab(tabs.active)
-            strip = app.query_one("#tabs-scroll")
-            await wait_for(lambda tab=tab, strip=strip: strip.region.contains_region(tab.region))
+            strip = app.query_one(TabStrip)
+            start, end = strip.region_of(app.active_pane)
+            assert start >= 0 and end <= strip.size.width
+            label = strip.label(app.active_pane).plain
+            assert label in screen_lines(app)[strip.region.y], label  # drawn whole
         assert len(app.query(MailboxView)) == 6
 
 

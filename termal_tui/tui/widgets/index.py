@@ -182,6 +182,8 @@ class MailboxIndex(Vertical, can_focus=True):
         self.model = model
         model.listeners.append(self._news)
         model.set_visible(self._displayed())
+        if model.loaded:  # read before this widget was built (behind a tab, or early)
+            self._update("cards")
         self._update("status")
 
     def on_unmount(self) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -99,19 +100,46 @@ class ThreadList(OptionList):
     def action_load_gap(self) -> None:
         self.action_select()
 
-    def _measure(self, option: Option) -> int:
+    def _room(self) -> int:
+        """Cells a row's text has (the list's width less the option's padding)."""
         padding = self.get_component_styles("option-list--option").padding
         width = self.scrollable_content_region.width - self._get_left_gutter_width()
-        room = width - padding.width
+        return width - padding.width
+
+    def _measure(self, option: Option, room: int | None = None) -> int:
+        room = self._room() if room is None else room
         prompt = option.prompt
         if isinstance(prompt, Content):
             # Rows are cut to the width they were rendered at: when no line is wider
             # than the room, the height is the line count (no wrapping to compute).
             lines = prompt.plain.split("\n")
-            if all(cells(line) <= room for line in lines):
+            if all((len(line) <= room and line.isascii()) or cells(line) <= room for line in lines):
                 return len(lines) + int(option._divider)
         styles = cast("RulesMap", self.styles)  # what OptionList passes, typed
         return self._get_visual(option).get_height(styles, room) + int(option._divider)
+
+    def _update_lines(self) -> None:
+        """OptionList's, measuring the rows not measured yet with :meth:`_measure` (a
+        row that fits is as tall as its lines) instead of wrapping each one: the first
+        page's rows were each wrapped just to be counted when the first one was
+        highlighted."""
+        if not self.scrollable_content_region:
+            return
+        cache = self._line_cache
+        lines = cache.lines
+        options = self._options
+        room = self._room()
+        for index in range(lines[-1][0] + 1 if lines else 0, len(options)):
+            cache.index_to_line[index] = len(lines)
+            height = self._measure(options[index], room)
+            cache.heights[index] = height
+            lines.extend((index, line) for line in range(height))
+        width = self.scrollable_content_region.width - self._get_left_gutter_width()
+        last_divider = bool(options) and options[-1]._divider
+        virtual_size = Size(width, len(lines) - (1 if last_divider else 0))
+        if virtual_size != self.virtual_size:
+            self.virtual_size = virtual_size
+            self._scroll_update(virtual_size)
 
     def _on_resize(self, event: events.Resize) -> None:  # type: ignore[override]
         """Keep the measured heights on a resize (OptionList's handler, prevented here,
@@ -155,8 +183,9 @@ class ThreadList(OptionList):
             )
             new_lines: list[tuple[int, int]] = []
             heights: dict[int, int] = {}
+            room = self._room()
             for offset, option in enumerate(options):
-                height = self._measure(option)
+                height = self._measure(option, room)
                 heights[index + offset] = height
                 new_lines.extend((index + offset, n) for n in range(height))
             if appending and start_line == len(cache.lines):
