@@ -17,8 +17,10 @@ import httpx2
 import pytest
 
 from termal_tui.agents.registry import Registry
+from termal_tui.errors import JSONRPC_INVALID_REQUEST as INVALID_REQUEST
 from tests.agents.test_e2e import EXE
-from tests.agents.test_hub import HEADERS, INITIALIZE, hub
+from tests.agents.test_hub import HEADERS, INITIALIZE, hub, raw_session
+from tests.agents.test_stdio import GARBAGE
 
 uvicorn = pytest.importorskip("uvicorn")
 
@@ -531,3 +533,39 @@ def test_every_limit_flag_reaches_the_hub(monkeypatch: pytest.MonkeyPatch, world
     (options,) = seen
     for flag, value in given.items():
         assert getattr(options.limits, flag.removeprefix("--").replace("-", "_")) == value, flag
+
+
+# ------------------------------------------------------------------ the same answers as stdio
+
+
+async def test_every_garbage_body_gets_the_json_rpc_error_a_stdio_line_gets(
+    world: dict[str, Any],
+):
+    """Each kind of garbage POSTed to /mcp is answered with the code the same line gets
+    over stdio (``tests/agents/test_stdio.py``'s list): -32700 for what does not parse,
+    -32600 for JSON that is not a JSON-RPC 2.0 message — an object ``id`` included, which
+    the SDK would take for a notification and answer 202 with nothing — and the request's
+    id where the line is parseable."""
+    db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
+    with hub(db, tmp / "hub.log") as running:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            headers = await raw_session(http, running.url, tokens["alice"])
+            for line, code, request_id in GARBAGE:
+                answer = await http.post(
+                    running.url, content=line.encode("utf-8", "surrogatepass"), headers=headers
+                )
+                assert answer.status_code == 400, (line, answer.status_code, answer.text)
+                error = answer.json()
+                assert error["error"]["code"] == code, (line, error)
+                if code == INVALID_REQUEST:
+                    assert error["id"] == request_id, (line, error)
+                    assert error["error"]["message"].startswith("Invalid Request: "), error
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+            answer = await http.post(running.url, json=ping, headers=headers)
+            assert answer.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+            done = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1},
+            }
+            assert (await http.post(running.url, json=done, headers=headers)).status_code == 202
