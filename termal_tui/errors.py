@@ -46,6 +46,7 @@ class ErrorKind(enum.Enum):
     NOT_OURS = "not_ours"  # not a coordination database, or a version we do not know
     UNKNOWN_TOOL = "unknown_tool"  # a tool name this server does not serve
     UNAUTHORIZED = "unauthorized"  # a token was missing, unknown or revoked
+    UNREACHABLE = "unreachable"  # the hub could not be reached: nothing was sent
     INTERNAL = "internal"  # anything this process cannot account for (a bug)
 
 
@@ -76,6 +77,9 @@ TABLE: Final[dict[ErrorKind, Meaning]] = {
         400, EXIT_INVALID, False, "call a listed tool", jsonrpc_code=JSONRPC_INVALID_PARAMS
     ),
     ErrorKind.UNAUTHORIZED: Meaning(401, EXIT_INVALID, False, "use a valid token"),
+    ErrorKind.UNREACHABLE: Meaning(
+        503, EXIT_BUSY, True, "retry the same request when the hub is up"
+    ),
     ErrorKind.INTERNAL: Meaning(500, EXIT_FAILED, False, "report it"),
 }
 assert set(TABLE) == set(ErrorKind)

@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING
 
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp_types import JSONRPCError
 from starlette.authentication import AuthCredentials, AuthenticationBackend, UnauthenticatedUser
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from termal_tui.agents.stdio import parse_line
+from termal_tui.errors import JSONRPC_PARSE_ERROR
 from termal_tui.formats import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
@@ -167,7 +170,47 @@ class BodyLimit:
         async def replay() -> Message:
             return queued.pop(0) if queued else await receive()
 
+        if self.jsonrpc and scope["method"] == "POST":
+            send = _answered_as_stdio(queued[0]["body"], send)
         await self.app(scope, replay, send)
+
+
+def _answered_as_stdio(body: bytes, send: Send) -> Send:
+    """``send`` for the MCP endpoint, answering a body that is not a JSON-RPC 2.0 message
+    as the same line is answered over stdio (``agents/stdio.py``): ``-32600 Invalid
+    Request`` with the request's id where it can be read — not the SDK's ``-32602
+    Validation error``, nor a 202 for an ``id`` that is an object (the SDK takes it for a
+    notification, and the client waits for ever). Only a 400 or a 202 is looked at, so a
+    call that was answered costs nothing more."""
+    start: Message | None = None
+    parts: list[bytes] = []
+
+    async def answer(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start" and message["status"] in (400, 202):
+            start = message
+            return
+        if start is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        parts.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        refused = parse_line(body) if body.strip() else None
+        if not isinstance(refused, JSONRPCError) or refused.error.code == JSONRPC_PARSE_ERROR:
+            # A message after all, or a parse error (the SDK's answer says the same).
+            await send(start)
+            await send({"type": "http.response.body", "body": b"".join(parts)})
+            return
+        payload = refused.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    return answer
 
 
 class RateLimit:

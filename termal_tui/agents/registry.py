@@ -418,8 +418,16 @@ class Registry:
             return store_wakes.beat(db, listener_id, self.clock())
 
     def release_listener(self, listener_id: str) -> None:
+        """The listener is gone (its stream closed, its process ended). If it held its
+        session's channel, what it was woken for goes with it: a send before the next
+        holder takes over (its boot pass offers every unread mailbox again) is not told it
+        rides a wake pushed to a listener that is gone, and waits for the new one."""
+        gone = next((found for found in self.listeners() if found.id == listener_id), None)
+        holder = None if gone is None else self.channel_holder(gone.session_id)
         with self._connect(write=True) as db:
             store_wakes.drop_listener(db, listener_id)
+            if gone is not None and holder is not None and holder.id == listener_id:
+                store_wakes.clear(db, gone.session_id)
 
     def listeners(self, session_id: str | None = None) -> list[Listener]:
         """Listeners (of one session, or all), newest first, live or not."""

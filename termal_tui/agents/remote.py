@@ -51,10 +51,11 @@ from termal_tui.agents.mcp_server import (
     CHANNEL_METHOD,
     ChannelNotification,
     catalog_server,
-    tool_result,
+    error_result,
 )
 from termal_tui.agents.stdio import answering_stdio
-from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN
+from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN, ToolError
+from termal_tui.errors import ErrorKind
 
 WAKE_HEADER = "TermAl-Wake"  # hub.WAKE_HEADER (not imported: the shim needs no uvicorn)
 LISTENER_HEADER = "TermAl-Listener"  # pid@host of this shim, shown by `session list`
@@ -402,6 +403,19 @@ def _transit_failure(name: str, error: BaseException) -> str:
     return f"the termal-tui hub did not answer; this call changes nothing, so retry it ({detail})"
 
 
+def transit_error(name: str, error: BaseException) -> ToolError:
+    """A call that failed on its way to the hub or back, as a tool error: the sentence
+    above, and its kind — the token refused, nothing sent (safe to repeat), or an outcome
+    this shim cannot know (repeat the exact same call)."""
+    if isinstance(error, CallFailed) and error.refused:
+        kind = ErrorKind.UNAUTHORIZED
+    elif isinstance(error, CallFailed) and not error.maybe_sent:
+        kind = ErrorKind.UNREACHABLE
+    else:
+        kind = ErrorKind.UNKNOWN_OUTCOME
+    return ToolError(kind, _transit_failure(name, error), bridge=True)
+
+
 async def serve_remote(options: RemoteOptions) -> None:
     """Serve one agent over stdio, every call forwarded to the hub, until stdin closes."""
     local: list[ServerSession] = []
@@ -435,7 +449,7 @@ async def serve_remote(options: RemoteOptions) -> None:
         try:
             result = await link.call(name, arguments)
         except Exception as error:
-            return tool_result(_transit_failure(name, error), is_error=True)
+            return error_result(transit_error(name, error))
         if not result.is_error:
             _engaged(name, arguments, result, pending)
         return result

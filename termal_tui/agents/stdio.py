@@ -8,7 +8,9 @@ is answered on the spot, as the streamable-HTTP transport answers the same body:
 - not JSON (garbage, truncated, not UTF-8, a lone surrogate such as ``"x\\ud800y"``):
   ``-32700`` ``Parse error: …``;
 - JSON that is not a JSON-RPC 2.0 message (a number, an array, ``{}``, a method that is
-  not a string, an ``id`` that is an object): ``-32600`` ``Invalid Request: …``.
+  not a string, an ``id`` that is an object): ``-32600`` ``Invalid Request: …``;
+- a line over 16 MiB (read to its end and dropped): ``-32600``, saying so, as the hub
+  answers a body over its limit.
 
 The reply carries the request's ``id`` when one can be read from the line (even from a
 line the strict parser refuses), so the client's pending call ends; otherwise ``null``,
@@ -74,6 +76,13 @@ def parse_line(raw: bytes) -> types.JSONRPCMessage | types.JSONRPCError | None:
     blank line)."""
     if not raw.strip():
         return None
+    if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+        return _error(
+            INVALID_REQUEST,
+            f"Invalid Request: the line is longer than the {MAX_LINE_BYTES} bytes (16 MiB) a "
+            "message may be (a message body is at most 256 KiB); nothing was done",
+            None,
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -75,4 +75,16 @@ async def agent_tools(path: Path | str, name: str) -> AsyncIterator[AgentTools]:
     seconds = busy_timeout()
     me: Session = await asyncio.to_thread(registry.resolve_own, name)
     async with open_writer(path, deadline=seconds, busy_timeout_ms=int(seconds * 1000)) as writer:
-        yield AgentTools(writer, registry, me.id)
+        tools = AgentTools(writer, registry, me.id)
+
+        async def engaged(mailbox_id: str, through: int) -> None:
+            """Read or acknowledged from the command line (an agent in its shell): as
+            through the tools, a wake pushed for it is answered, and its listener is
+            nudged to wake it for what came after."""
+            from termal_tui.agents.nudge import nudge
+
+            await asyncio.to_thread(registry.mark_engaged, me.id, mailbox_id, through)
+            nudge(registry.path, me.id)
+
+        tools.on_engaged = engaged
+        yield tools

@@ -44,7 +44,8 @@ LIMIT_FLAGS: tuple[tuple[str, type, str], ...] = (
         "--max-pending-per-address",
         int,
         "connections per client address that have not yet shown a valid token (default "
-        "{default}; beyond it the address's oldest idle one is closed)",
+        "{default}; beyond it the address's oldest idle one is set aside, and a newcomer "
+        "whose request is already on its way waits for a free place)",
     ),
     (
         "--max-held",

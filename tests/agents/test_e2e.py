@@ -45,12 +45,16 @@ class Agent:
         result = await self.client.call_tool(tool, arguments or {})
         text = result.content[0].text  # type: ignore[union-attr]
         if result.is_error:
-            raise ToolFailure(text)
+            raise ToolFailure(text, result.structured_content)
         return json.loads(text)
 
 
 class ToolFailure(Exception):
-    pass
+    """A tool result with isError: the text, and the machine-readable ``error`` beside it."""
+
+    def __init__(self, text: str, structured: dict[str, Any] | None = None) -> None:
+        super().__init__(text)
+        self.structured = structured
 
 
 @contextlib.asynccontextmanager

@@ -17,8 +17,10 @@ import httpx2
 import pytest
 
 from termal_tui.agents.registry import Registry
+from termal_tui.errors import JSONRPC_INVALID_REQUEST as INVALID_REQUEST
 from tests.agents.test_e2e import EXE
-from tests.agents.test_hub import HEADERS, INITIALIZE, hub
+from tests.agents.test_hub import HEADERS, INITIALIZE, hub, raw_session
+from tests.agents.test_stdio import GARBAGE
 
 uvicorn = pytest.importorskip("uvicorn")
 
@@ -55,13 +57,29 @@ class Fleet:
         self.tracker = tracker
         self.closed: list[str] = []
         self.held: list[str] = []  # whose reading was stopped
+        self.resumed: list[str] = []  # whose reading started again
+        self.sent: set[str] = set()  # whose request waits unread in the kernel
         self.port = 1000
 
-    def open(self, address: str, name: str, *, holdable: bool = False) -> Tracked | None:
+    def open(
+        self, address: str, name: str, *, holdable: bool = False, sent: bool = False
+    ) -> Tracked | None:
         self.port += 1
         hold = (lambda: self.held.append(name)) if holdable else None
+        resume = (
+            (lambda: (self.resumed.append(name), self.sent.discard(name))) if holdable else None
+        )
         close = lambda: self.closed.append(name)  # noqa: E731
-        return self.tracker.admit(close, address, (address, self.port), hold=hold)
+        if sent:
+            self.sent.add(name)
+        return self.tracker.admit(
+            close,
+            address,
+            (address, self.port),
+            hold=hold,
+            resume=resume,
+            waiting=lambda: name in self.sent,
+        )
 
 
 def tracker(clock: Clock, **limits: Any) -> ConnectionTracker:
@@ -180,6 +198,46 @@ def test_past_its_pending_limit_the_oldest_idle_connection_is_held_unread_not_cl
     clock.now += 25.0
     assert fleet.tracker.sweep() == 1 and fleet.closed[-1] == "idle-0"
     assert fleet.tracker.held == 0
+
+
+def test_a_burst_with_requests_waiting_is_queued_not_set_aside_as_idle():
+    """Ten agents of one host connect at once, each request already sent but not yet
+    read: none of the first four is taken for idle; the six newcomers are held and read,
+    oldest first, as places free up (a token shown, a connection gone)."""
+    clock = Clock()
+    fleet = Fleet(tracker(clock, max_held=100))
+    agents = [fleet.open("127.0.0.1", f"agent-{n}", holdable=True, sent=True) for n in range(10)]
+    assert all(agents) and fleet.closed == [] and fleet.tracker.refused == 0
+    assert fleet.held == [f"agent-{n}" for n in range(4, 10)] and fleet.tracker.held == 6
+    first = agents[0]
+    assert first is not None
+    fleet.tracker.trust(first.peer)  # its request was read: it showed a token
+    assert fleet.resumed == ["agent-4"] and fleet.tracker.pending("127.0.0.1") == 4
+    second = agents[1]
+    assert second is not None
+    fleet.tracker.release(second)  # gone without a token
+    assert fleet.resumed == ["agent-4", "agent-5"]
+    for tracked in agents[2:4] + agents[4:6]:
+        assert tracked is not None
+        fleet.tracker.trust(tracked.peer)
+    assert fleet.resumed == [f"agent-{n}" for n in range(4, 10)] and fleet.tracker.held == 0
+    assert fleet.closed == []
+
+
+def test_held_idle_sockets_stay_held_when_places_free_up():
+    """An attacker's idle sockets (nothing sent) are set aside and not read again when
+    places free up; a held socket that sends something is (its request is waiting)."""
+    clock = Clock()
+    fleet = Fleet(tracker(clock, max_held=100))
+    for n in range(10):
+        fleet.open("127.0.0.1", f"idle-{n}", holdable=True)
+    assert fleet.held == [f"idle-{n}" for n in range(6)]
+    clock.now += 5.1
+    assert fleet.tracker.sweep() == 4  # the four pending ones at their header deadline
+    assert fleet.resumed == [] and fleet.tracker.held == 6
+    fleet.sent.add("idle-3")  # it finally says something
+    fleet.tracker.sweep()
+    assert fleet.resumed == ["idle-3"] and fleet.tracker.pending("127.0.0.1") == 1
 
 
 def test_more_than_max_held_closes_the_oldest_held():
@@ -354,6 +412,38 @@ async def test_many_idle_sockets_neither_lock_agents_out_nor_stay_open(world: di
                 conn.close()
 
 
+async def test_a_burst_of_agents_from_one_address_is_served_not_reset(world: dict[str, Any]):
+    """40 agents on one host (one address) connect at once, each writing its request
+    as soon as it is connected: more new connections than the address's pending limit
+    before the hub has read any of them. None is set aside as idle with its request
+    waiting, and every one is answered (before: the oldest were held unread and reset at
+    the hold deadline)."""
+    db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
+    limits = ["--max-pending-per-address", "4", "--hold-timeout", "60", "--rate", "1000"]
+    limits += ["--burst", "1000"]
+    body = json.dumps(INITIALIZE).encode()
+    with hub(db, tmp / "hub.log", *limits) as running:
+        host, port = running.url.split("//")[1].split("/")[0].rsplit(":", 1)
+        request = (
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: Bearer {tokens['alice']}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode() + body
+
+        async def agent() -> bytes:
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(request)
+            await writer.drain()
+            try:
+                return await asyncio.wait_for(reader.readline(), 30)
+            finally:
+                writer.close()
+
+        statuses = await asyncio.gather(*(agent() for _ in range(40)), return_exceptions=True)
+    assert [line for line in statuses if line != b"HTTP/1.1 200 OK\r\n"] == []
+
+
 def _certificate(tmp: Path) -> tuple[Path, Path]:
     cert, key = tmp / "cert.pem", tmp / "key.pem"
     subprocess.run(
@@ -443,3 +533,39 @@ def test_every_limit_flag_reaches_the_hub(monkeypatch: pytest.MonkeyPatch, world
     (options,) = seen
     for flag, value in given.items():
         assert getattr(options.limits, flag.removeprefix("--").replace("-", "_")) == value, flag
+
+
+# ------------------------------------------------------------------ the same answers as stdio
+
+
+async def test_every_garbage_body_gets_the_json_rpc_error_a_stdio_line_gets(
+    world: dict[str, Any],
+):
+    """Each kind of garbage POSTed to /mcp is answered with the code the same line gets
+    over stdio (``tests/agents/test_stdio.py``'s list): -32700 for what does not parse,
+    -32600 for JSON that is not a JSON-RPC 2.0 message — an object ``id`` included, which
+    the SDK would take for a notification and answer 202 with nothing — and the request's
+    id where the line is parseable."""
+    db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
+    with hub(db, tmp / "hub.log") as running:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            headers = await raw_session(http, running.url, tokens["alice"])
+            for line, code, request_id in GARBAGE:
+                answer = await http.post(
+                    running.url, content=line.encode("utf-8", "surrogatepass"), headers=headers
+                )
+                assert answer.status_code == 400, (line, answer.status_code, answer.text)
+                error = answer.json()
+                assert error["error"]["code"] == code, (line, error)
+                if code == INVALID_REQUEST:
+                    assert error["id"] == request_id, (line, error)
+                    assert error["error"]["message"].startswith("Invalid Request: "), error
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+            answer = await http.post(running.url, json=ping, headers=headers)
+            assert answer.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+            done = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1},
+            }
+            assert (await http.post(running.url, json=done, headers=headers)).status_code == 202

@@ -524,6 +524,29 @@ def test_a_conflicting_http_entry_is_described_by_its_url(world: dict[str, Any])
     assert "FAIL config" in checked.stdout and "not a termal-tui command" in checked.stdout
 
 
+@pytest.mark.parametrize(
+    ("entry", "phrase"),
+    [
+        ({"command": 42}, "has a command that is not a string (42)"),
+        (
+            {"command": "termal-tui", "args": "mcp"},
+            'has args that are not a list of strings ("mcp")',
+        ),
+        (
+            {"command": "termal-tui", "args": ["mcp", 7]},
+            'has args that are not a list of strings (["mcp", 7])',
+        ),
+        ({"url": 8765}, "has a url that is not a string (8765)"),
+        ({"env": {}}, "has no command or url (it sets env)"),
+        ({"command": "termal-tui", "args": None}, "starts `termal-tui`"),
+    ],
+)
+def test_a_malformed_entry_is_described_as_it_is(entry: dict[str, Any], phrase: str):
+    """Each phrase says what is wrong with the entry as written: a string of args is not
+    read letter by letter as a command line, a number is not "no command"."""
+    assert setup.common.describe_server(entry) == phrase
+
+
 # ------------------------------------------------------------------ --remove
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from termal_tui.agents.registry import Registry
-from termal_tui.agents.remote import CallFailed, _transit_failure
+from termal_tui.agents.remote import CallFailed, _transit_failure, transit_error
 from termal_tui.agents.tools import SEND_OUTCOME_UNKNOWN
 from tests.agents.test_e2e import EXE, ToolFailure
 from tests.agents.test_hub import hub, message_rows, shim
@@ -80,7 +80,9 @@ async def test_calls_say_token_refused_or_nothing_sent(tmp_path: Path):
         async with shim(running.url, token, tmp_path / "alice-home", channel=False) as (alice, _):
             await alice.call("termal_list_sessions")
             registry.revoke_token("alice")
-            with pytest.raises(ToolFailure, match="the token was refused by the termal-tui hub"):
+            with pytest.raises(
+                ToolFailure, match="the token was refused by the termal-tui hub"
+            ) as denied:
                 await alice.call(
                     "termal_send_to_session",
                     {"sessionId": "bob", "message": "m", "idempotencyKey": "k1"},
@@ -88,12 +90,26 @@ async def test_calls_say_token_refused_or_nothing_sent(tmp_path: Path):
             registry.issue_token("alice")  # another token: this shim's stays refused
             os.kill(running.process.pid, signal.SIGKILL)
             running.process.wait(10)
-            with pytest.raises(ToolFailure, match=r"^nothing was sent: the termal-tui hub"):
+            with pytest.raises(
+                ToolFailure, match=r"^nothing was sent: the termal-tui hub"
+            ) as unsent:
                 await alice.call(
                     "termal_send_to_session",
                     {"sessionId": "bob", "message": "m", "idempotencyKey": "k2"},
                 )
     registry.close()
+    # Beside the sentence, what an agent reads without parsing it: the code and whether
+    # the same call may be repeated.
+    assert denied.value.structured is not None and unsent.value.structured is not None
+    refused = denied.value.structured["error"]
+    assert (refused["code"], refused["status"], refused["retrySafe"]) == (
+        "unauthorized",
+        401,
+        False,
+    )
+    assert refused["message"] == str(denied.value)
+    unreachable = unsent.value.structured["error"]
+    assert (unreachable["code"], unreachable["retrySafe"]) == ("unreachable", True)
 
 
 def test_only_a_call_that_may_have_arrived_is_outcome_unknown():
@@ -103,6 +119,13 @@ def test_only_a_call_that_may_have_arrived_is_outcome_unknown():
     assert _transit_failure("termal_send_to_session", refused).startswith("nothing was sent")
     denied = CallFailed(RuntimeError("401"), maybe_sent=False, refused=True)
     assert "token was refused" in _transit_failure("termal_acknowledge_mailbox", denied)
+    expected = {lost: ("unknown_outcome", True), refused: ("unreachable", True)}
+    expected[denied] = ("unauthorized", False)
+    for name in ("termal_send_to_session", "termal_acknowledge_mailbox", "termal_read_mailbox"):
+        for failure, (code, retry_safe) in expected.items():
+            error = transit_error(name, failure).to_wire()["error"]
+            assert (error["code"], error["retrySafe"]) == (code, retry_safe)
+            assert error["message"] == _transit_failure(name, failure)
 
 
 # ------------------------------------------------------------------ several hubs

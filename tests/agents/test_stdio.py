@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from termal_tui.agents.stdio import INVALID_REQUEST, PARSE_ERROR, parse_line
+from termal_tui.agents.stdio import INVALID_REQUEST, MAX_LINE_BYTES, PARSE_ERROR, parse_line
 from tests.agents.test_e2e import EXE
 
 REPLY_DEADLINE = 120  # seconds: a bound on a hang on a loaded machine, never a measurement
@@ -200,6 +200,22 @@ def test_parse_line_answers_what_does_not_parse(line: str, code: int, request_id
     reply = parse_line(line.encode("utf-8", "surrogatepass"))
     assert reply is not None and getattr(reply, "error", None) is not None
     assert (reply.error.code, reply.id) == (code, request_id)  # type: ignore[union-attr]
+
+
+def test_a_line_over_the_limit_is_named_as_too_long_not_as_a_parse_error():
+    """A line over 16 MiB is read to its end and dropped (``_Lines`` hands over its
+    first ``MAX_LINE_BYTES + 1`` bytes): the answer says it was too long and nothing was
+    done, with the code the hub gives a body over its limit, not "EOF while parsing"."""
+    head = b'{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":"'
+    reply = parse_line(head + b"a" * (MAX_LINE_BYTES + 1 - len(head)))
+    assert reply is not None and getattr(reply, "error", None) is not None
+    assert reply.error.code == INVALID_REQUEST  # type: ignore[union-attr]
+    assert reply.error.message == (  # type: ignore[union-attr]
+        "Invalid Request: the line is longer than the 16777216 bytes (16 MiB) a message may "
+        "be (a message body is at most 256 KiB); nothing was done"
+    )
+    exact = head + b'a"}}'
+    assert type(parse_line(exact)).__name__ == "JSONRPCRequest"
 
 
 def test_parse_line_passes_messages_and_skips_blank_lines():

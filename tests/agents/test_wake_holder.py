@@ -81,6 +81,26 @@ def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: C
     assert not registry.beat_listener(local.id)  # released: its beat says so
 
 
+def test_the_holder_going_takes_its_pending_wakes_with_it(registry: Registry, clock: Clock):
+    """A shim woken for a mailbox, then gone (its stream closed): the next send is not
+    told that it rides that wake (it went to a listener that is gone), so it waits for
+    the listener that takes the channel back. A listener that did not hold the channel
+    leaves the holder's marks alone."""
+    bob = registry.add("bob").id
+    old = registry.register_listener(bob)
+    clock.advance(1)
+    local = registry.register_listener(bob)
+    clock.advance(1)
+    remote = registry.register_listener(bob, kind="remote", host="10.0.0.7", peer="77@laptop")
+    registry.mark_wake_pushed(bob, "mailbox-1", 1)  # pushed by the shim, the holder
+    assert registry.has_pending_wake(bob, "mailbox-1", 2)
+    registry.release_listener(old.id)  # not the holder: the holder's wake stands
+    assert registry.has_pending_wake(bob, "mailbox-1", 2)
+    registry.release_listener(remote.id)  # the holder: what it was woken for goes with it
+    assert not registry.has_pending_wake(bob, "mailbox-1", 2)
+    assert registry.channel_holder(bob) == local
+
+
 def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock: Clock):
     bob = registry.add("bob").id
     live = registry.register_listener(bob)

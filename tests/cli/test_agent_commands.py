@@ -142,6 +142,31 @@ def test_ls_read_ack_for_humans_and_scripts(run, pair):
     assert json.loads(out)["unreadCount"] == 0
 
 
+def test_reading_or_acknowledging_from_the_command_line_consumes_a_pending_wake(
+    run, pair, db_path: Path
+):
+    """An agent woken on its channel that reads or acknowledges with the command line
+    (a Codex agent in its shell) has engaged, as through the tools: its next message
+    wakes it again instead of riding a wake it has already answered (before: every later
+    send said durableButNotWoken and the listener pushed nothing until the re-offer)."""
+    from termal_tui.agents.registry import Registry
+
+    run("send", "--as", "alice", "bob", "first")
+    _, out, _ = run("ls", "--as", "bob", "--json")
+    mailbox = json.loads(out)["mailboxes"][0]["id"]
+    registry = Registry.beside(db_path)
+    bob = registry.resolve_own("bob").id
+    registry.mark_wake_pushed(bob, mailbox, 1)  # what bob's channel server did
+    assert registry.has_pending_wake(bob, mailbox, 2)
+    assert run("ack", "--as", "bob", "alice", "1")[0] == EXIT_OK
+    assert not registry.has_pending_wake(bob, mailbox, 2)
+    run("send", "--as", "alice", "bob", "second")
+    registry.mark_wake_pushed(bob, mailbox, 2)
+    assert run("read", "--as", "bob", "alice")[0] == EXIT_OK
+    assert not registry.has_pending_wake(bob, mailbox, 3)
+    registry.close()
+
+
 def test_wake_prints_each_wake_once_and_nothing_when_there_is_nothing(run, pair, db_path: Path):
     code, out, _ = run("wake", "--session", "bob")
     assert (code, out) == (EXIT_OK, "")  # no database yet

@@ -4,6 +4,7 @@ client gives its server, recognising our entries, and reading and writing files 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -228,7 +229,19 @@ def server_words(server: Any) -> list[str] | None:
     if not isinstance(server, dict) or not isinstance(server.get("command"), str):
         return None
     args = server.get("args") or []
-    return [server["command"], *(a for a in args if isinstance(a, str))]
+    if not _string_list(args):
+        return None  # a client would not start it either
+    return [server["command"], *args]
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _shown(value: Any) -> str:
+    """A value from the user's file, as JSON (escaped, one line), cut to a phrase."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def is_our_server(server: Any) -> bool:
@@ -249,6 +262,12 @@ def describe_server(server: Any) -> str:
     """One phrase for an entry: what it starts, or where it connects."""
     if not isinstance(server, dict):
         return "is not a server table"
+    if "command" in server and not isinstance(server["command"], str):
+        return f"has a command that is not a string ({_shown(server['command'])})"
+    if "command" in server and not _string_list(server.get("args") or []):
+        return f"has args that are not a list of strings ({_shown(server['args'])})"
+    if "url" in server and not isinstance(server["url"], str):
+        return f"has a url that is not a string ({_shown(server['url'])})"
     words = server_words(server)
     if words is not None:
         return f"starts `{shlex.join(words)}`"
