@@ -478,7 +478,7 @@ class AgentTools:
     async def _dispatch(self, receiver: Session, receipt: AppendReceipt) -> str:
         """TermAl's three receipt outcomes, told honestly from what the registry knows of
         the receiver (as revalidated by this send)."""
-        connected = receiver.channel_connected()
+        connected = receiver.channel_connected(self.registry.clock())  # heartbeats' clock
         if connected:
             nudge(self.registry.path, receiver.id)
         if receiver.in_turn:
