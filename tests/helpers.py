@@ -27,6 +27,20 @@ class StepClock:
         return self.now
 
 
+class DrivenClock:
+    """A float clock (seconds) that moves only when the test says so: pass it where code
+    takes ``clock=time.monotonic`` or ``clock=time.time`` and call :meth:`advance`."""
+
+    def __init__(self, at: float = 1_000_000.0) -> None:
+        self.at = at
+
+    def __call__(self) -> float:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += seconds
+
+
 def counter_ids() -> Any:
     counter = itertools.count(1)
     return lambda: f"00000000-0000-4000-8000-{next(counter):012d}"

@@ -459,6 +459,13 @@ class Registry:
     # sequence the agent has been woken for or has read: a new wake is pushed only
     # for a never-woken row above it.
 
+    def _stamp(self, ago: float = 0.0) -> str:
+        """Now (less ``ago`` seconds) on this registry's clock, as a wake mark is stamped:
+        pushed, engaged and re-offered wakes are timed on the clock heartbeats are (tests
+        drive it); on the default wall clock, exactly ``utc_now_ns``."""
+        now_ns = utc_now_ns() if self.clock is time.time else round(self.clock() * 1e9)
+        return format_timestamp(now_ns - int(ago * 1e9))
+
     def wake_marks(self, session_id: str) -> dict[str, tuple[bool, int]]:
         """mailbox id -> (a wake is pending, seen through)."""
         with self._connect(write=False) as db:
@@ -475,12 +482,12 @@ class Registry:
 
     def mark_wake_pushed(self, session_id: str, mailbox_id: str, through: int) -> None:
         with self._connect(write=True) as db:
-            store_wakes.mark(db, session_id, mailbox_id, 1, through, _now())
+            store_wakes.mark(db, session_id, mailbox_id, 1, through, self._stamp())
 
     def mark_engaged(self, session_id: str, mailbox_id: str, seen_through: int) -> None:
         """The agent read or acknowledged the mailbox: its pending wake was consumed."""
         with self._connect(write=True) as db:
-            store_wakes.mark(db, session_id, mailbox_id, 0, seen_through, _now())
+            store_wakes.mark(db, session_id, mailbox_id, 0, seen_through, self._stamp())
 
     def clear_wake_marks(self, session_id: str) -> None:
         """A new agent connection remembers nothing it was woken for."""
@@ -490,13 +497,13 @@ class Registry:
     def ignored_wakes(self, session_id: str, older_than: float) -> list[tuple[str, int]]:
         """Mailboxes whose pushed wake the agent has not engaged with for ``older_than``
         seconds, and not re-offered yet at that point: ``(mailbox_id, seen_through)``."""
-        cutoff = format_timestamp(utc_now_ns() - int(older_than * 1e9))
+        cutoff = self._stamp(ago=older_than)
         with self._connect(write=False) as db:
             return store_wakes.ignored(db, session_id, cutoff)
 
     def mark_reoffered(self, session_id: str, mailbox_id: str, through: int) -> None:
         with self._connect(write=True) as db:
-            store_wakes.mark_reoffered(db, session_id, mailbox_id, through, _now())
+            store_wakes.mark_reoffered(db, session_id, mailbox_id, through, self._stamp())
 
     def hook_ran(self, session_id: str) -> None:
         """A hook of this session's agent ran: it has a notifier (``notifiers.py``)."""

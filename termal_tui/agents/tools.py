@@ -250,6 +250,9 @@ class AgentTools:
     (``Registry.at_once``: no lock to wait for; a worker thread's round trip costs more
     than the read), else in a worker thread (``asyncio.to_thread``), as every registry
     write is.
+
+    ``clock`` and ``sleep`` time a call's waits (tests drive them): the replay budget and
+    its backoffs, and a send's wait for the receiver's channel server to deliver its wake.
     """
 
     def __init__(
@@ -459,7 +462,7 @@ class AgentTools:
             # What the registry knows of the receiver (as revalidated by this send) decides
             # the receipt's outcome before the append when it can: in a turn, or no
             # channel. Then it commits with the row and there is nothing to finalize.
-            connected = receiver.channel_connected()
+            connected = receiver.channel_connected(self.registry.clock())  # heartbeats' clock
             decided = self._decided_outcome(receiver, connected)
             receipt = await self.writer.append(
                 sender_session_id=sender.id,
@@ -516,12 +519,12 @@ class AgentTools:
             return DURABLE_BUT_NOT_WOKEN
         # The receiver's channel server pushes the wake and marks the row delivered only
         # after the notification was written; wait a short while for that to happen.
-        give_up = time.monotonic() + self.wake.wait
-        while time.monotonic() < give_up:
+        give_up = self._clock() + self.wake.wait
+        while self._clock() < give_up:
             state = await self.writer.notification_state(receipt.message_id)
             if state == DELIVERED_TO_IDLE_SESSION:
                 return DELIVERED_TO_IDLE_SESSION
-            await asyncio.sleep(self.wake.step)
+            await self._sleep(self.wake.step)
         return DURABLE_BUT_NOT_WOKEN
 
     # ------------------------------------------------------------ mailboxes

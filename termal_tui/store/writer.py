@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -82,7 +82,14 @@ class MailboxWriter:
     Every method, read or write, is one transaction run as one function on the
     connection's own thread, so calls from concurrent tasks never nest or see each
     other's uncommitted rows. Writes also pass the per-file FIFO admission.
+
+    A duplicate of a row another process is still finalizing waits for it, measured on
+    ``timer`` (default: the event loop's clock) and pausing with ``sleep`` between two
+    looks; tests set both to drive that wait.
     """
+
+    timer: Callable[[], float] | None = None  # None: the running event loop's time()
+    sleep: Callable[[float], Awaitable[None]] = staticmethod(asyncio.sleep)
 
     def __init__(
         self,
@@ -100,6 +107,9 @@ class MailboxWriter:
         self._admission = WriterAdmission.for_path(path)
         self._registered: set[str] = set()
         self._claims = FinalizerClaims(path)
+
+    def _time(self) -> float:
+        return asyncio.get_running_loop().time() if self.timer is None else self.timer()
 
     def _now(self) -> str:
         return format_timestamp(self._clock())
@@ -180,7 +190,7 @@ class MailboxWriter:
             state_stamp=state_stamp,
             message_class=message_class,
         )
-        started = asyncio.get_running_loop().time()
+        started = self._time()
         claimed: list[str] = []
 
         def work(db: sqlite3.Connection) -> AppendReceipt:
@@ -238,7 +248,7 @@ class MailboxWriter:
         if receipt.notification_disposition:
             return receipt
         # The original has no outcome yet: wait for its finalizer without the slot.
-        remaining = self._deadline - (asyncio.get_running_loop().time() - started)
+        remaining = self._deadline - (self._time() - started)
         outcome = await self._final_outcome(receipt.message_id, remaining)
         return receipt.replace(notification_disposition=outcome)
 
@@ -246,8 +256,7 @@ class MailboxWriter:
         """The original's outcome once its finalizer (in this process or another) is done;
         retryable if it is still finalizing at the deadline; ``durableButNotWoken`` if
         no live finalizer holds it (a crash, a restart)."""
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + max(0.0, remaining)
+        give_up = self._time() + max(0.0, remaining)
         if not await self._admission.wait_finalized(message_id, remaining):
             raise RetryableError(FINALIZING_MESSAGE)
         while True:
@@ -271,9 +280,9 @@ class MailboxWriter:
                     )
                 )
                 return str(again[0]) if again and again[0] else DURABLE_BUT_NOT_WOKEN
-            if loop.time() >= give_up:  # another process is still finalizing it
+            if self._time() >= give_up:  # another process is still finalizing it
                 raise RetryableError(FINALIZING_MESSAGE)
-            await asyncio.sleep(min(FINALIZER_POLL_SECONDS, max(0.0, give_up - loop.time())))
+            await self.sleep(min(FINALIZER_POLL_SECONDS, max(0.0, give_up - self._time())))
 
     def _insert_message(
         self,

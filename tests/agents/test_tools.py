@@ -23,7 +23,7 @@ from termal_tui.errors import ErrorKind
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError, StorageError
 from termal_tui.store.writer import open_writer
 from tests.agents.conftest import Peers, send
-from tests.helpers import rows
+from tests.helpers import DrivenClock, rows
 
 _send = send
 
@@ -272,43 +272,54 @@ async def test_a_deletion_during_repair_wins_and_restores_exactly_the_cleared_ma
 
 
 async def test_a_retryable_failure_is_replayed_to_success_once_the_lock_is_released(peers: Peers):
+    """Another writer holds the lock: the first attempt is refused (busy), and while the
+    replay backs off that writer lets go; the replay commits. No lock is waited out:
+    the busy timeout is zero and the backoff is where time passes."""
     await _send(peers.alice, "bob", "first", "k1")  # the file exists and has its schema
     holder = sqlite3.connect(peers.writer.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
+    backoffs: list[float] = []
 
-    async def release_later() -> None:
-        await asyncio.sleep(0.6)
-        holder.execute("ROLLBACK")
+    async def backoff(delay: float) -> None:
+        backoffs.append(delay)
+        if holder.in_transaction:
+            holder.execute("ROLLBACK")  # the other writer is done meanwhile
 
-    release = asyncio.create_task(release_later())
-    receipt = await _send(peers.alice, "bob", "second", "k2")
-    await release
-    holder.close()
+    async with open_writer(peers.writer.path, busy_timeout_ms=0) as writer:
+        tools = AgentTools(
+            writer, peers.registry, peers.alice.session_id, replay=peers.alice.replay, sleep=backoff
+        )
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            receipt = await _send(tools, "bob", "second", "k2")
+        finally:
+            holder.close()
+    assert backoffs == [replay_delay(peers.alice.session_id, 1, peers.alice.replay.base_delay)]
     assert receipt["sequence"] == 2 and receipt["duplicate"] is False
 
 
 async def test_replays_are_bounded_and_keep_termals_busy_text(peers: Peers):
     await _send(peers.alice, "bob", "first", "k1")
     holder = sqlite3.connect(peers.writer.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
     sleeps: list[float] = []
 
     async def record(delay: float) -> None:
         sleeps.append(delay)
 
-    tools = AgentTools(
-        peers.writer,
-        peers.registry,
-        peers.alice.session_id,
-        replay=ReplayPolicy(attempts=3, base_delay=0.2, min_replay_budget=0.0),
-        sleep=record,
-    )
-    try:
-        with pytest.raises(ToolError) as failure:
-            await _send(tools, "bob", "second", "k2")
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    async with open_writer(peers.writer.path, busy_timeout_ms=0) as writer:
+        tools = AgentTools(
+            writer,
+            peers.registry,
+            peers.alice.session_id,
+            replay=ReplayPolicy(attempts=3, base_delay=0.2, min_replay_budget=0.0),
+            sleep=record,
+        )
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(ToolError) as failure:
+                await _send(tools, "bob", "second", "k2")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
     assert failure.value.status == 503
     assert "no mailbox write was committed by this operation, so retry the same request" in str(
         failure.value
@@ -379,21 +390,35 @@ async def test_receipt_is_delivered_only_when_a_channel_actually_delivered(peers
 
 
 async def _delivered_only_when_pushed(peers: Peers, bobs_writer, push, pushed: list[str]) -> None:
-    watcher = ChannelWatcher(bobs_writer, peers.registry, peers.bob.session_id, push, interval=0.02)
-    task = asyncio.create_task(watcher.run())
-    try:
-        await asyncio.sleep(0.1)
-        receipt = await _send(peers.alice, "bob", "first", "k1")
-        assert receipt["notificationDisposition"] == "deliveredToIdleSession"
-        assert len(pushed) == 1 and "first" not in pushed[0]
-        # A second send while that wake is pending rides it: no second push, not "delivered".
-        receipt = await _send(peers.alice, "bob", "second", "k2")
-        assert receipt["notificationDisposition"] == "durableButNotWoken"
-        await asyncio.sleep(0.1)
-        assert len(pushed) == 1
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    """Bob's channel watcher, ticked by the test: once when it starts (its boot pass),
+    then once the sender's nudge reached it, while the send waits for the delivery."""
+    waits: list[float] = []
+
+    async def wait(delay: float) -> None:  # the sender polls the row's state meanwhile
+        waits.append(delay)
+        await asyncio.sleep(delay)
+
+    alice = AgentTools(
+        peers.writer, peers.registry, peers.alice.session_id, replay=peers.alice.replay, sleep=wait
+    )
+    watcher = ChannelWatcher(bobs_writer, peers.registry, peers.bob.session_id, push)
+    await watcher.start()
+    await watcher.tick()
+    assert watcher.holding and pushed == []
+    sending = asyncio.create_task(_send(alice, "bob", "first", "k1"))
+    await asyncio.wait_for(watcher._dirty.wait(), 30)  # the nudge
+    await watcher.tick()
+    receipt = await sending
+    assert receipt["notificationDisposition"] == "deliveredToIdleSession"
+    assert len(pushed) == 1 and "first" not in pushed[0]
+    # A second send while that wake is pending rides it: no second push, not "delivered",
+    # and it does not wait for a delivery that will not come.
+    waited = len(waits)
+    receipt = await _send(alice, "bob", "second", "k2")
+    assert receipt["notificationDisposition"] == "durableButNotWoken" and len(waits) == waited
+    await watcher.tick()  # the pass that second commit (and its nudge) gets
+    assert len(pushed) == 1
+    peers.registry.release_listener(watcher.listener.id)  # type: ignore[union-attr]
     assert not peers.registry.get(peers.bob.session_id).channel_connected()
 
 
@@ -430,9 +455,24 @@ async def test_a_channel_that_never_delivers_leaves_the_receipt_durable(peers: P
     peers.registry.heartbeat(
         peers.bob.session_id, __import__("os").getpid()
     )  # claims, never pushes
-    peers.alice.wake = WakeTiming(wait=0.2)
-    receipt = await _send(peers.alice, "bob", "m", "k")
+    clock = DrivenClock()
+    polls: list[float] = []
+
+    async def poll_later(delay: float) -> None:
+        polls.append(delay)
+        clock.advance(delay)
+
+    tools = AgentTools(
+        peers.writer,
+        peers.registry,
+        peers.alice.session_id,
+        wake=WakeTiming(wait=0.2, step=0.02),
+        sleep=poll_later,
+        clock=clock,
+    )
+    receipt = await _send(tools, "bob", "m", "k")
     assert receipt["notificationDisposition"] == "durableButNotWoken"
+    assert sum(polls) == pytest.approx(0.2) and set(polls) == {0.02}  # it waited it out
 
 
 async def test_unknown_tool_is_a_validation_error(peers: Peers):
