@@ -17,6 +17,7 @@ from typing import Final
 from termal_tui.cli.common import (
     EXIT_TABLE,
     EXIT_USAGE,
+    begin_command,
     guarded,
     make_parser,
 )
@@ -94,6 +95,7 @@ def _unknown_command(word: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = arguments[0] if arguments else ""
+    begin_command()
     if first in COMMANDS:
         module_name, line = COMMANDS[first]
         module = importlib.import_module(f"termal_tui.cli.{module_name}")

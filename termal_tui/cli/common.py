@@ -261,7 +261,13 @@ def refuse_url(given: str, where: str, command: str | None = None) -> None:
     )
 
 
-_WARNED: set[str] = set()  # URLs warned of in this process (a command may ask twice)
+_WARNED: set[str] = set()  # URLs warned of in this command (it may ask twice)
+
+
+def begin_command() -> None:
+    """A new command begins (``main()``): what it warns of is said again, as a new process
+    would (a test or an embedding program may run several in one process)."""
+    _WARNED.clear()
 
 
 def warn_password_in_argv(url: str) -> None:

@@ -18,8 +18,9 @@ rows stay listed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from rich.text import Text
 from textual import events, on, work
@@ -650,9 +651,11 @@ class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
         if self._age_column is None or table.row_count != len(revisions):
             return
         now = self.model.clock()
-        for index, head in enumerate(revisions):
-            age = Text(age_text(head.updated_at, now))  # may be wider ("2 min ago")
+        ages = [Text(age_text(head.updated_at, now)) for head in revisions]
+        for index, age in enumerate(ages):  # may be wider ("2 min ago")
             table.update_cell(f"rev-{index}", self._age_column, age, update_width=True)
+        column = table.columns[self._age_column]
+        column.content_width = max([column.label.cell_len, *(age.cell_len for age in ages)])
 
     @on(DataTable.RowHighlighted, "#history")
     def _revision_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -709,14 +712,24 @@ class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
         now = self.model.clock()
         room = max(12, (self.size.width or 80) - 52)  # the value column fits the screen
         table.clear()
-        for index, head in enumerate(self.model.revisions):
-            first_line = value_text(head).replace("\n", " ")
-            table.add_row(
+        rows = [
+            (
                 Text(f"{head.revision:,}" + (" ●" if index == 0 and self.model.head else "")),
                 Text(f"{head.updated_at_generation:,}"),
                 Text(author_text(head, 24)),
                 Text(visible_line(head.state_stamp or "", 20)),
                 Text(age_text(head.updated_at, now)),
-                Text(cap(" ".join(first_line.split()), room)),
-                key=f"rev-{index}",
+                Text(cap(" ".join(value_text(head).replace("\n", " ").split()), room)),
             )
+            for index, head in enumerate(self.model.revisions)
+        ]
+        for index, row in enumerate(rows):
+            table.add_row(*row, key=f"rev-{index}")
+        _fit_columns(table, rows)
+
+
+def _fit_columns(table: DataTable[Any], rows: Sequence[tuple[Text, ...]]) -> None:
+    """Each column as wide as its widest cell, now: the table would measure the new rows
+    only when it next idles, and a frame drawn before that cut them to the old widths."""
+    for column, cells_of in zip(table.columns.values(), zip(*rows, strict=True), strict=False):
+        column.content_width = max([column.label.cell_len, *(cell.cell_len for cell in cells_of)])
