@@ -222,6 +222,9 @@ class WriterAdmission:
         # Messages whose dispatch outcome a live request is still finalizing.
         self.pending: set[str] = set()
         self._changed = asyncio.Event()
+        # Set while some duplicate waits here for a finalization (tests await it).
+        self.waiting = asyncio.Event()
+        self._waiters = 0
 
     def finish(self, message_id: str) -> None:
         """The finalizer of ``message_id`` is done (outcome recorded or abandoned)."""
@@ -234,15 +237,24 @@ class WriterAdmission:
         """Wait (holding nothing) until ``message_id`` is not pending; False on timeout."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout)
-        while message_id in self.pending:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(remaining):
-                    await changed.wait()
-        return True
+        if message_id not in self.pending:
+            return True
+        self._waiters += 1
+        self.waiting.set()
+        try:
+            while message_id in self.pending:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return False
+                changed = self._changed
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await changed.wait()
+            return True
+        finally:
+            self._waiters -= 1
+            if not self._waiters:
+                self.waiting.clear()
 
     @classmethod
     def for_path(cls, path: Path) -> WriterAdmission:

@@ -6,7 +6,6 @@ projects, --project, the git top-level minted once in the registry)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -42,7 +41,7 @@ from termal_tui.errors import ErrorKind
 from termal_tui.store.board import BoardSetReceipt
 from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError
-from tests.agents.test_e2e import EXE, ToolFailure, agent
+from tests.agents.test_e2e import EXE, ToolFailure, agent, senders, wait_for, wake_barrier
 from tests.fixtures.extract_termal_tools import extract
 from tests.helpers import ENGINES, digest
 
@@ -161,7 +160,7 @@ async def test_two_agents_on_one_project_coordinate_through_the_board(
 
     async with (
         agent(db, "alice", channel=False, env=env) as alice,  # type: ignore[arg-type]
-        # (the wake channel watches a SQLite file: on PostgreSQL bob serves without it)
+        # (bob has a wake channel, on either engine: a board write must not use it)
         agent(db, "bob", channel=True, env=env) as bob,  # type: ignore[arg-type]
     ):
         listed = await alice.client.list_tools()
@@ -201,8 +200,11 @@ async def test_two_agents_on_one_project_coordinate_through_the_board(
                 shown = f"termal-tui board store returned {error['status']} "
                 shown += f"{REASONS[error['status']]}: {error['message']}"
                 assert STAMP.sub("<time>", str(failure.value)) == shown, call["case"]
-        await asyncio.sleep(0.5)
-        assert bob.events == []  # a board write never wakes anyone
+        # A board write never wakes anyone: the first wake bob gets is the mail that came
+        # after them all (see wake_barrier).
+        await wake_barrier(db, "bob")
+        await wait_for(lambda: bob.events, timeout=5.0)
+        assert senders(bob) == ["carol"]
         final = termal_fields("termal_board_list", await bob.call("termal_board_list", {}))
 
     if ORACLE.exists() and engine == "sqlite":  # TermAl's own code reads what they wrote

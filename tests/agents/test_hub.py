@@ -8,10 +8,12 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import signal
 import socket
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -27,7 +29,15 @@ from mcp.client.streamable_http import streamable_http_client
 
 from termal_tui.agents.hub_http import MAX_REQUEST_BYTES
 from termal_tui.agents.registry import Registry
-from tests.agents.test_e2e import EXE, Agent, ChannelParams, ToolFailure, wait_for
+from tests.agents.test_e2e import (
+    EXE,
+    Agent,
+    ChannelParams,
+    ToolFailure,
+    senders,
+    wait_for,
+    wake_barrier,
+)
 
 pytest.importorskip("uvicorn")
 
@@ -46,35 +56,47 @@ class Hub:
     url: str
     process: subprocess.Popen[bytes]
     log: Path
+    copier: threading.Thread
 
     def text(self) -> str:
+        """What the hub has printed so far (all of it, once the process has ended)."""
+        if self.process.poll() is not None:
+            self.copier.join(10)
         return self.log.read_text()
 
 
 @contextlib.contextmanager
 def hub(db: Path, log: Path, *extra: str) -> Iterator[Hub]:
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [EXE, "serve", "--db", str(db), "--port", "0", *extra], stdout=out, stderr=out
-        )
+    """``termal-tui serve`` on a free port; yields once it has said where it listens
+    (read from its output as it comes, copied line by line to ``log``)."""
+    process = subprocess.Popen(
+        [EXE, "serve", "--db", str(db), "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    announced: queue.Queue[str | None] = queue.Queue()
+
+    def copy() -> None:
+        assert process.stdout is not None
+        with log.open("wb") as out:
+            for line in process.stdout:
+                out.write(line)
+                out.flush()
+                if line.startswith(b"termal-tui serve: http"):
+                    announced.put(line.decode())
+        announced.put(None)  # it ended without saying
+
+    copier = threading.Thread(target=copy, daemon=True)
+    copier.start()
     try:
-        give_up = time.monotonic() + 60  # a loaded machine starts a hub slowly
-        while True:
-            text = log.read_text()
-            found = next(
-                (line for line in text.splitlines() if line.startswith("termal-tui serve: http")),
-                None,
-            )
-            if found:
-                break
-            assert process.poll() is None, text
-            assert time.monotonic() < give_up, text
-            time.sleep(0.02)
-        yield Hub(found.split()[2], process, log)
+        found = announced.get(timeout=60)  # a loaded machine starts a hub slowly
+        assert found is not None, log.read_text()
+        yield Hub(found.split()[2], process, log, copier)
     finally:
         if process.poll() is None:
             process.kill()
         process.wait(10)
+        copier.join(10)
 
 
 @pytest.fixture
@@ -204,14 +226,13 @@ async def test_two_shims_on_two_homes_converse_through_one_hub(world: dict[str, 
             assert sorted(names) == ["alice", "bob"]
             await wait_for(lambda: "wake-ups for" in running.text(), timeout=5)
 
-            sent_at = time.monotonic()
+            # Delivered while the send waited for it: not on the 10 s rescan.
             first = await alice.call(
                 "termal_send_to_session",
                 {"sessionId": "bob", "message": "Review PR 12.", "idempotencyKey": "pr-12"},
             )
             await wait_for(lambda: len(bob.events) == 1, timeout=5.0)
-            arrived, event = bob.events[0]
-            assert arrived - sent_at < 5.0  # woken by the send, not by the 10 s rescan
+            _arrived, event = bob.events[0]
             assert first["notificationDisposition"] == "deliveredToIdleSession"
             assert event.meta["mailbox_id"] == first["mailboxId"]
             assert event.meta["sender"] == "alice" and "Review PR 12." not in event.content
@@ -222,10 +243,12 @@ async def test_two_shims_on_two_homes_converse_through_one_hub(world: dict[str, 
                 {"sessionId": "bob", "message": "And PR 13.", "idempotencyKey": "pr-13"},
             )
             assert second["notificationDisposition"] == "durableButNotWoken"
-            await asyncio.sleep(0.5)
-            assert len(bob.events) == 1
+            await wake_barrier(db, "bob")  # a later wake, through the hub's own watcher
+            await wait_for(lambda: "carol" in senders(bob), timeout=5.0)
+            assert senders(bob) == ["alice", "carol"]  # nothing for PR 13
 
-            (mailbox,) = (await bob.call("termal_list_mailboxes"))["mailboxes"]
+            listed = (await bob.call("termal_list_mailboxes"))["mailboxes"]
+            (mailbox,) = [m for m in listed if m["id"] == first["mailboxId"]]
             assert mailbox["unreadCount"] == 2
             read = await bob.call("termal_read_mailbox", {"mailboxId": first["mailboxId"]})
             assert [m["body"] for m in read["messages"]] == ["Review PR 12.", "And PR 13."]
@@ -241,8 +264,9 @@ async def test_two_shims_on_two_homes_converse_through_one_hub(world: dict[str, 
                 "termal_send_to_session",
                 {"sessionId": "bob", "message": "Thanks", "idempotencyKey": "thanks"},
             )
-            await wait_for(lambda: len(bob.events) == 2, timeout=5.0)
-            assert bob.events[1][1].meta["latest_sequence"] == "3"
+            await wait_for(lambda: len(bob.events) == 3, timeout=5.0)
+            assert bob.events[2][1].meta["latest_sequence"] == "3"
+            assert senders(bob) == ["alice", "carol", "alice"]
             assert alice.events == []  # no --channel: nothing pushed to her
 
             # The board's tools are served too.
@@ -443,10 +467,7 @@ async def test_kill_9_a_shim_during_a_send_then_replay_the_key(world: dict[str, 
             sending = asyncio.ensure_future(
                 alice.client.call_tool("termal_send_to_session", arguments)
             )
-            give_up = time.monotonic() + 5
-            while not message_rows(db, "deploy-1"):
-                assert time.monotonic() < give_up
-                await asyncio.sleep(0.01)
+            await wait_for(lambda: message_rows(db, "deploy-1"), timeout=5.0)
             os.kill(pid, signal.SIGKILL)  # committed; the receipt may not have reached her
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(sending, 1)
@@ -504,15 +525,21 @@ async def test_sigterm_during_sends_loses_nothing(world: dict[str, Any]):
             headers = await raw_session(http, running.url, tokens["alice"])
 
             async def send(number: int, key: str) -> None:
-                await asyncio.sleep(number * 0.01)
                 try:
                     outcomes[key] = await raw_send(http, running.url, headers, number + 10, key)
                 except Exception as error:  # refused while stopping, or the hub has gone
                     outcomes[key] = error
 
-            tasks = [asyncio.ensure_future(send(n, k)) for n, k in enumerate(keys)]
-            await asyncio.sleep(0.15)
+            # Half the burst in flight; the signal once the first receipt is back; the
+            # other half once the hub has said it is stopping.
+            half = len(keys) // 2
+            tasks = [asyncio.ensure_future(send(n, k)) for n, k in enumerate(keys[:half])]
+            await wait_for(lambda: any(isinstance(v, dict) for v in outcomes.values()), 20)
             running.process.send_signal(signal.SIGTERM)
+            await wait_for(lambda: "stopping:" in running.text(), 20)
+            tasks += [
+                asyncio.ensure_future(send(n, k)) for n, k in enumerate(keys[half:], start=half)
+            ]
             await asyncio.wait(tasks, timeout=20)
         assert running.process.wait(20) == 0
         assert "stopping:" in running.text()

@@ -401,7 +401,11 @@ async def _delivered_only_when_pushed(peers: Peers, bobs_writer, push, pushed: l
     alice = AgentTools(
         peers.writer, peers.registry, peers.alice.session_id, replay=peers.alice.replay, sleep=wait
     )
-    watcher = ChannelWatcher(bobs_writer, peers.registry, peers.bob.session_id, push)
+    # Heartbeats stamped and judged on a clock that stands still: bob's channel stays live
+    # between the test's ticks, however slow the machine.
+    clock = DrivenClock()
+    peers.registry.clock = clock
+    watcher = ChannelWatcher(bobs_writer, peers.registry, peers.bob.session_id, push, clock=clock)
     await watcher.start()
     await watcher.tick()
     assert watcher.holding and pushed == []
@@ -419,7 +423,7 @@ async def _delivered_only_when_pushed(peers: Peers, bobs_writer, push, pushed: l
     await watcher.tick()  # the pass that second commit (and its nudge) gets
     assert len(pushed) == 1
     peers.registry.release_listener(watcher.listener.id)  # type: ignore[union-attr]
-    assert not peers.registry.get(peers.bob.session_id).channel_connected()
+    assert not peers.registry.get(peers.bob.session_id).channel_connected(clock())
 
 
 async def test_a_wake_pushed_before_the_sender_looks_is_still_its_own(

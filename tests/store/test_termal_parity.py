@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from termal_tui.store import open_reader, open_writer
+from termal_tui.store.connection import WriterAdmission
 from termal_tui.store.errors import (
     RetryableError,
     SchemaError,
@@ -439,12 +440,14 @@ async def test_duplicate_waits_for_a_pending_finalization_outside_the_writer_slo
         original = await send(writer, key="pending", finalizing=True)
 
         async def finalize_later():
-            await asyncio.sleep(0.2)
+            await asyncio.wait_for(WriterAdmission.for_path(writer.path).waiting.wait(), 10)
             # Another append proves the writer slot is free while the duplicate waits.
             await send(writer, body="meanwhile", key="other")
+            assert not duplicating.done()
             await writer.record_dispatch_outcome(original.message_id, "deliveredToIdleSession")
 
-        duplicate, _ = await asyncio.gather(send(writer, key="pending"), finalize_later())
+        duplicating = asyncio.ensure_future(send(writer, key="pending"))
+        duplicate, _ = await asyncio.gather(duplicating, finalize_later())
         assert duplicate.duplicate and duplicate.message_id == original.message_id
         assert duplicate.notification_disposition == "deliveredToIdleSession"
 

@@ -673,31 +673,38 @@ async def test_v_shows_a_review_result_read_first_and_the_stored_json_below(demo
 # ----------------------------------------------------------- start-up header
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.3])
+@pytest.mark.parametrize("arrival", ["at once", "a tick later", "after the layout"])
 async def test_the_header_counts_the_rows_on_screen_however_the_first_page_races_layout(
-    demo, delay, monkeypatch
+    demo, arrival, monkeypatch
 ):
     """The first page may arrive before the view is laid out (kept, drawn once at the
     real width) or long after: either way the header ends up counting the rows shown,
-    never ``0 of latest``."""
+    never ``0 of latest``. (Its arrival is held back by events, not by time.)"""
     from termal_tui.store.reader import MailboxReader
 
     original = MailboxReader.read_page
+    laid_out = asyncio.Event()
 
-    async def slow(self, *args, **kwargs):
-        await asyncio.sleep(delay)
+    async def held(self, *args, **kwargs):
+        if arrival == "a tick later":
+            await asyncio.sleep(0)
+        elif arrival == "after the layout":
+            await laid_out.wait()
         return await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(MailboxReader, "read_page", slow)
-    header, text = await _header_three_polls_after_start(demo)
+    monkeypatch.setattr(MailboxReader, "read_page", held)
+    header, text = await _header_three_polls_after_start(demo, laid_out)
     assert header.loaded == 50 and header.latest == 140
     assert "50 of latest #140 loaded" in text
     assert "0 of latest" not in text.replace("50 of latest", "")
 
 
-async def _header_three_polls_after_start(demo: Path) -> tuple[ThreadHeader, str]:
+async def _header_three_polls_after_start(
+    demo: Path, laid_out: asyncio.Event | None = None
+) -> tuple[ThreadHeader, str]:
     """The 140-row thread opened at start (polling every 0.1 s): its header and the
-    screen's text three polls after its first page was applied."""
+    screen's text three polls after its first page was applied. ``laid_out`` is set
+    once the view and its header are built and laid out."""
     async with open_reader(demo) as reader:
         thread = next(s.id for s in await reader.list_mailboxes() if s.latest_sequence == 140)
     app = clocked_app(demo, Clock(), 0.1, mailbox_id=thread)
@@ -705,6 +712,9 @@ async def _header_three_polls_after_start(demo: Path) -> tuple[ThreadHeader, str
         # The page races the layout: the view and its header built, however it goes.
         await wait_for(lambda: app.active_view() is not None and app.query(ThreadHeader))
         header = app.query_one(ThreadHeader)
+        if laid_out is not None:
+            await wait_for(lambda: header.size.width > 0)  # laid out, at its real width
+            laid_out.set()
         await wait_for(lambda: header.loaded > 0)
         await settle(app, pilot)
         for _ in range(3):  # three polls later

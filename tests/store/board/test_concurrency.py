@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import multiprocessing
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,11 @@ SCOPE = "project-race"
 KEYS = ("gate", "lock", "round")
 
 
-async def _work(path: str, worker: int, plan: list[tuple[str, int]], start_at: float):
+async def _work(path: str, worker: int, plan: list[tuple[str, int]], start: Any):
     done: list[dict[str, Any]] = []  # {"request": ..., "receipt": wire} per committed write
     replays: list[tuple[dict[str, Any], dict[str, Any]]] = []
     async with open_board_writer(path) as board:
-        await asyncio.sleep(max(0.0, start_at - time.time()))
+        await asyncio.to_thread(start.wait, 60)  # every writer open: they race from here
         for step, (action, pick) in enumerate(plan):
             if action == "replay":
                 if done:
@@ -70,16 +69,18 @@ async def _work(path: str, worker: int, plan: list[tuple[str, int]], start_at: f
     return {"done": done, "replays": replays}
 
 
-def worker_main(args: tuple[str, int, list[tuple[str, int]], float]) -> dict[str, Any]:
+def worker_main(args: tuple[str, int, list[tuple[str, int]], Any]) -> dict[str, Any]:
     return asyncio.run(_work(*args))
 
 
 @pytest.fixture(scope="module")
 def pool():
+    """Four worker processes, started before any example runs, and a manager for the
+    barrier each example's writers meet at (a ``multiprocessing`` barrier, not a time)."""
     context = multiprocessing.get_context("spawn")
-    with context.Pool(4) as workers:
-        workers.map(time.sleep, [0] * 4)  # start them before the clock runs
-        yield workers
+    with context.Pool(4) as workers, context.Manager() as manager:
+        workers.map(abs, [0] * 4)  # every worker started and imported
+        yield workers, manager
 
 
 async def _create(target: Path | str) -> None:
@@ -106,9 +107,10 @@ def test_concurrent_writers_keep_revisions_generations_and_receipts_consistent(
         if store_engine == "postgres":
             path = pg_server.fresh_database()
         asyncio.run(_create(path))
-        start_at = time.time() + 0.15
-        jobs = [(str(path), n, plan, start_at) for n, plan in enumerate(plans)]
-        results = pool.map(worker_main, jobs, chunksize=1)
+        workers, manager = pool
+        start = manager.Barrier(len(plans))
+        jobs = [(str(path), n, plan, start) for n, plan in enumerate(plans)]
+        results = workers.map(worker_main, jobs, chunksize=1)
         retried = sum(
             1
             for r in results
