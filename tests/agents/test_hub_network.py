@@ -30,6 +30,7 @@ from termal_tui.agents.hub_server import (  # noqa: E402
     bind,
     protocol_for,
 )
+from tests.helpers import DrivenClock  # noqa: E402
 
 
 @pytest.fixture
@@ -40,14 +41,6 @@ def world(tmp_path: Path) -> dict[str, Any]:
     tokens = {name: registry.issue_token(registry.add(name).name)[1] for name in ("alice", "bob")}
     registry.close()
     return {"db": db, "tokens": tokens, "tmp": tmp_path}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Fleet:
@@ -82,7 +75,7 @@ class Fleet:
         )
 
 
-def tracker(clock: Clock, **limits: Any) -> ConnectionTracker:
+def tracker(clock: DrivenClock, **limits: Any) -> ConnectionTracker:
     settings = {
         "max_connections": 100,
         "max_pending_per_address": 4,
@@ -96,71 +89,71 @@ def tracker(clock: Clock, **limits: Any) -> ConnectionTracker:
 
 
 def test_a_connection_that_sends_no_header_is_closed_at_its_deadline():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     silent = fleet.open("10.0.0.1", "silent")
     assert silent is not None
-    clock.now += 4.9
+    clock.advance(4.9)
     assert fleet.tracker.sweep() == 0 and fleet.closed == []
-    clock.now += 0.2
+    clock.advance(0.2)
     assert fleet.tracker.sweep() == 1 and fleet.closed == ["silent"]
     assert len(fleet.tracker) == 0 and fleet.tracker.timed_out == 1
 
 
 def test_half_a_header_does_not_move_the_deadline_on():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     slow = fleet.open("10.0.0.1", "slow")
     assert slow is not None
     for _ in range(4):  # a byte a second: each read says "still in the header"
-        clock.now += 1.0
+        clock.advance(1.0)
         fleet.tracker.headers(slow)
         assert fleet.tracker.sweep() == 0
-    clock.now += 1.1
+    clock.advance(1.1)
     assert fleet.tracker.sweep() == 1 and fleet.closed == ["slow"]
 
 
 def test_a_body_has_its_own_deadline_and_a_finished_request_none():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     upload = fleet.open("10.0.0.1", "upload")
     assert upload is not None
-    clock.now += 4.0
+    clock.advance(4.0)
     fleet.tracker.body(upload)  # the header is in: 30 s for the body from here
-    clock.now += 29.0
+    clock.advance(29.0)
     fleet.tracker.body(upload)  # more body bytes do not extend it
     assert fleet.tracker.sweep() == 0
     fleet.tracker.received(upload)  # the whole request: the app works, no deadline
-    clock.now += 3600
+    clock.advance(3600)
     assert fleet.tracker.sweep() == 0
     fleet.tracker.answered(upload, body_unread=False)  # keep-alive is uvicorn's
-    clock.now += 3600
+    clock.advance(3600)
     assert fleet.tracker.sweep() == 0 and fleet.closed == []
 
 
 def test_a_body_left_unread_after_a_refusal_keeps_its_deadline():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     trickle = fleet.open("10.0.0.1", "trickle")
     assert trickle is not None
     fleet.tracker.body(trickle)
     fleet.tracker.answered(trickle, body_unread=True)  # a 401 or 413 before the body
-    clock.now += 30.1
+    clock.advance(30.1)
     assert fleet.tracker.sweep() == 1 and fleet.closed == ["trickle"]
 
 
 def test_after_a_response_the_first_byte_of_the_next_header_starts_a_deadline():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     conn = fleet.open("10.0.0.1", "conn")
     assert conn is not None
     fleet.tracker.received(conn)
     fleet.tracker.answered(conn, body_unread=False)
-    clock.now += 100
+    clock.advance(100)
     fleet.tracker.headers(conn)  # a partial next request
-    clock.now += 4.9
+    clock.advance(4.9)
     assert fleet.tracker.sweep() == 0
-    clock.now += 0.2
+    clock.advance(0.2)
     assert fleet.tracker.sweep() == 1
 
 
@@ -168,7 +161,7 @@ def test_after_a_response_the_first_byte_of_the_next_header_starts_a_deadline():
 
 
 def test_past_its_pending_limit_an_address_loses_its_own_oldest_idle_connection():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     other = fleet.open("10.0.0.2", "other")
     first = [fleet.open("10.0.0.1", f"idle-{n}") for n in range(4)]
@@ -182,7 +175,7 @@ def test_past_its_pending_limit_an_address_loses_its_own_oldest_idle_connection(
 
 
 def test_past_its_pending_limit_the_oldest_idle_connection_is_held_unread_not_closed():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_held=3, hold_timeout=30.0))
     for n in range(4):
         fleet.open("10.0.0.1", f"idle-{n}", holdable=True)
@@ -193,9 +186,9 @@ def test_past_its_pending_limit_the_oldest_idle_connection_is_held_unread_not_cl
     assert fleet.tracker.held == 1 and fleet.tracker.pending("10.0.0.1") == 4
     assert len(fleet.tracker) == 4  # served: the held one is not counted
     # Held past the header deadline of the pending ones: its own deadline is the hold's.
-    clock.now += 5.1
+    clock.advance(5.1)
     assert fleet.tracker.sweep() == 4 and "idle-0" not in fleet.closed
-    clock.now += 25.0
+    clock.advance(25.0)
     assert fleet.tracker.sweep() == 1 and fleet.closed[-1] == "idle-0"
     assert fleet.tracker.held == 0
 
@@ -204,7 +197,7 @@ def test_a_burst_with_requests_waiting_is_queued_not_set_aside_as_idle():
     """Ten agents of one host connect at once, each request already sent but not yet
     read: none of the first four is taken for idle; the six newcomers are held and read,
     oldest first, as places free up (a token shown, a connection gone)."""
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_held=100))
     agents = [fleet.open("127.0.0.1", f"agent-{n}", holdable=True, sent=True) for n in range(10)]
     assert all(agents) and fleet.closed == [] and fleet.tracker.refused == 0
@@ -227,12 +220,12 @@ def test_a_burst_with_requests_waiting_is_queued_not_set_aside_as_idle():
 def test_held_idle_sockets_stay_held_when_places_free_up():
     """An attacker's idle sockets (nothing sent) are set aside and not read again when
     places free up; a held socket that sends something is (its request is waiting)."""
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_held=100))
     for n in range(10):
         fleet.open("127.0.0.1", f"idle-{n}", holdable=True)
     assert fleet.held == [f"idle-{n}" for n in range(6)]
-    clock.now += 5.1
+    clock.advance(5.1)
     assert fleet.tracker.sweep() == 4  # the four pending ones at their header deadline
     assert fleet.resumed == [] and fleet.tracker.held == 6
     fleet.sent.add("idle-3")  # it finally says something
@@ -241,7 +234,7 @@ def test_held_idle_sockets_stay_held_when_places_free_up():
 
 
 def test_more_than_max_held_closes_the_oldest_held():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_held=2))
     for n in range(7):
         fleet.open("10.0.0.1", f"c-{n}", holdable=True)
@@ -250,7 +243,7 @@ def test_more_than_max_held_closes_the_oldest_held():
 
 
 def test_a_thousand_idle_sockets_from_one_address_cause_no_close_and_leave_room():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_connections=100, max_pending_per_address=32, max_held=4000))
     agent = fleet.open("127.0.0.1", "agent")
     assert agent is not None
@@ -266,7 +259,7 @@ def test_a_thousand_idle_sockets_from_one_address_cause_no_close_and_leave_room(
 
 
 def test_connections_with_a_request_in_progress_are_not_closed_for_room():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     busy = [fleet.open("10.0.0.1", f"busy-{n}") for n in range(4)]
     for tracked in busy:
@@ -278,7 +271,7 @@ def test_connections_with_a_request_in_progress_are_not_closed_for_room():
 
 
 def test_a_connection_with_a_valid_token_is_no_longer_pending():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock))
     agent = fleet.open("127.0.0.1", "agent")
     assert agent is not None
@@ -293,7 +286,7 @@ def test_a_connection_with_a_valid_token_is_no_longer_pending():
 
 
 def test_the_total_counts_connections_and_makes_room_from_the_most_crowded_address():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_connections=6, max_pending_per_address=4))
     agents = [fleet.open("10.0.0.9", f"agent-{n}") for n in range(3)]
     for tracked in agents:
@@ -352,7 +345,7 @@ async def served(protocol: type[Any]) -> AsyncIterator[socket.socket]:
 
 
 async def test_an_accepted_socket_sends_small_writes_at_once():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     guard = tracker(clock)
     accepted: list[socket.socket] = []
 
@@ -497,7 +490,7 @@ async def test_tls_on_loopback_accepts_its_own_https_origin(world: dict[str, Any
 
 
 async def test_a_request_header_too_large_to_parse_is_refused_in_json():
-    async with served(protocol_for(tracker(Clock()))) as sock:
+    async with served(protocol_for(tracker(DrivenClock(100.0)))) as sock:
         host, port = sock.getsockname()[:2]
         reader, writer = await asyncio.open_connection(host, port)
         # A header that is still not over after 32 KiB (h11 gives up at 16 KiB).

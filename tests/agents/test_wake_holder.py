@@ -20,25 +20,14 @@ from termal_tui.notifiers import (
     this_host,
 )
 from termal_tui.store.writer import MailboxWriter, open_writer
-from tests.helpers import ENGINES, execute, rows, sqlite_only
+from tests.helpers import ENGINES, DrivenClock, execute, rows, sqlite_only
 
 DEAD_PID = 2**22 + 12345
 
 
-class Clock:
-    def __init__(self, at: float = 1_000_000.0) -> None:
-        self.at = at
-
-    def __call__(self) -> float:
-        return self.at
-
-    def advance(self, seconds: float) -> None:
-        self.at += seconds
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> DrivenClock:
+    return DrivenClock()
 
 
 @pytest.fixture(params=ENGINES)
@@ -54,13 +43,13 @@ def db(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | st
 
 
 @pytest.fixture
-def registry(db: Path | str, clock: Clock) -> Registry:
+def registry(db: Path | str, clock: DrivenClock) -> Registry:
     found = Registry.beside(db, clock=clock)
     assert found.path == (db if isinstance(db, str) else registry_path_for(db))
     return found
 
 
-def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: Clock):
+def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: DrivenClock):
     bob = registry.add("bob").id
     assert registry.channel_holder(bob) is None
     local = registry.register_listener(bob)
@@ -81,7 +70,7 @@ def test_the_newest_live_listener_holds_the_channel(registry: Registry, clock: C
     assert not registry.beat_listener(local.id)  # released: its beat says so
 
 
-def test_the_holder_going_takes_its_pending_wakes_with_it(registry: Registry, clock: Clock):
+def test_the_holder_going_takes_its_pending_wakes_with_it(registry: Registry, clock: DrivenClock):
     """A shim woken for a mailbox, then gone (its stream closed): the next send is not
     told that it rides that wake (it went to a listener that is gone), so it waits for
     the listener that takes the channel back. A listener that did not hold the channel
@@ -101,7 +90,7 @@ def test_the_holder_going_takes_its_pending_wakes_with_it(registry: Registry, cl
     assert registry.channel_holder(bob) == local
 
 
-def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock: Clock):
+def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock: DrivenClock):
     bob = registry.add("bob").id
     live = registry.register_listener(bob)
     clock.advance(1)
@@ -109,7 +98,9 @@ def test_a_listener_whose_process_is_gone_never_holds(registry: Registry, clock:
     assert registry.channel_holder(bob) == live
 
 
-def test_a_listener_on_another_host_is_judged_by_its_heartbeat(registry: Registry, clock: Clock):
+def test_a_listener_on_another_host_is_judged_by_its_heartbeat(
+    registry: Registry, clock: DrivenClock
+):
     """Hubs on several hosts share one registry on PostgreSQL: a pid is checked only on
     the host its process runs on; elsewhere the heartbeat alone says it is there."""
     bob = registry.add("bob").id
@@ -128,7 +119,7 @@ def test_a_listener_on_another_host_is_judged_by_its_heartbeat(registry: Registr
     assert holder is not None and holder.id == here.id
 
 
-def test_a_version_6_registry_gets_the_listeners_host(tmp_path: Path, clock: Clock):
+def test_a_version_6_registry_gets_the_listeners_host(tmp_path: Path, clock: DrivenClock):
     """A version 6 file (no runs_on) is read as it is by the viewer, then migrated in
     place by the next opener, its listeners kept (judged on this host)."""
     db = tmp_path / "coordination.sqlite"
@@ -155,7 +146,9 @@ def test_removing_a_session_drops_its_listeners(registry: Registry):
 
 
 @sqlite_only
-def test_the_viewer_reads_who_holds_each_channel(tmp_path: Path, registry: Registry, clock: Clock):
+def test_the_viewer_reads_who_holds_each_channel(
+    tmp_path: Path, registry: Registry, clock: DrivenClock
+):
     bob = registry.add("bob").id
     registry.register_listener(bob, kind="remote", host="10.0.0.7", peer="77@laptop")
     found = read_notifiers(tmp_path / "coordination.sqlite", now=clock())
@@ -190,7 +183,12 @@ async def _send(tools: AgentTools, n: int) -> None:
 
 
 def _watcher(
-    registry: Registry, bobs: MailboxWriter, bob: str, clock: Clock, got: list[int], **kw: object
+    registry: Registry,
+    bobs: MailboxWriter,
+    bob: str,
+    clock: DrivenClock,
+    got: list[int],
+    **kw: object,
 ) -> ChannelWatcher:
     async def push(wake: UnreadWakeup, _prompt: str) -> None:
         got.append(wake.sequence)
@@ -199,7 +197,7 @@ def _watcher(
 
 
 async def test_only_the_holder_pushes_and_the_old_one_takes_over_when_it_goes(
-    peers: tuple[AgentTools, str, MailboxWriter], registry: Registry, clock: Clock
+    peers: tuple[AgentTools, str, MailboxWriter], registry: Registry, clock: DrivenClock
 ):
     alice, bob, bobs = peers
     local_got: list[int] = []
@@ -238,7 +236,7 @@ async def test_only_the_holder_pushes_and_the_old_one_takes_over_when_it_goes(
 
 
 async def test_a_stale_remote_listener_loses_to_a_live_local_one(
-    peers: tuple[AgentTools, str, MailboxWriter], registry: Registry, clock: Clock
+    peers: tuple[AgentTools, str, MailboxWriter], registry: Registry, clock: DrivenClock
 ):
     """A remote listener whose beats stopped (its hub froze) stops counting after the
     stale window, measured on the driven clock."""

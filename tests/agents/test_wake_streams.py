@@ -6,14 +6,7 @@ from __future__ import annotations
 import anyio
 
 from termal_tui.agents.channels import StreamTracker, parse_wake_header
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.at = 100.0
-
-    def __call__(self) -> float:
-        return self.at
+from tests.helpers import DrivenClock
 
 
 def _scope(method: str, session: str = "s1") -> dict:
@@ -25,7 +18,7 @@ async def _noop_receive() -> dict:
 
 
 async def test_a_stream_is_live_while_its_get_is_open_and_released_when_it_closes():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     release = anyio.Event()
 
     async def app(scope, receive, send) -> None:
@@ -48,7 +41,7 @@ async def test_a_stream_is_live_while_its_get_is_open_and_released_when_it_close
 
 
 async def test_a_silent_stream_is_dead_after_three_missed_pings_and_a_ping_revives_it():
-    clock = Clock()
+    clock = DrivenClock(100.0)
     release = anyio.Event()
 
     async def app(scope, receive, send) -> None:
@@ -65,9 +58,9 @@ async def test_a_silent_stream_is_dead_after_three_missed_pings_and_a_ping_reviv
     async with anyio.create_task_group() as group:
         group.start_soon(tracker, _scope("GET"), _noop_receive, send)
         await anyio.wait_all_tasks_blocked()
-        clock.at += 14.0
+        clock.advance(14.0)
         assert stream.live()
-        clock.at += 2.0  # 16 s without a word: three pings missed
+        clock.advance(2.0)  # 16 s without a word: three pings missed
         assert not stream.live()
         await tracker(_scope("POST"), _noop_receive, send)  # a ping
         assert stream.live()
@@ -83,7 +76,7 @@ async def test_streams_nobody_asked_about_are_forgotten_when_they_close():
     async def send(_message) -> None:
         pass
 
-    tracker = StreamTracker(app, Clock())
+    tracker = StreamTracker(app, DrivenClock(100.0))
     await tracker(_scope("GET", "other"), _noop_receive, send)
     assert tracker.streams == {}
 
