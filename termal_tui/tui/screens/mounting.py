@@ -6,9 +6,11 @@ would ever close it)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.screen import Screen
 
 
-def popped_before_mount(screen: Screen[object]) -> bool:
+def popped_before_mount(screen: Screen[Any]) -> bool:
     """True when ``screen`` is no longer on the app's stack as it mounts."""
     return screen not in screen.app.screen_stack
