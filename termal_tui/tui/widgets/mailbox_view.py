@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -62,50 +61,68 @@ JUMP_CONTEXT: Final = 25
 # ------------------------------------------------------------- typed results
 
 
-@dataclass
 class PageLoaded(Message):
-    summary: MailboxSummary
-    page: MessagePage
-    token: ChangeToken | None
+    def __init__(
+        self,
+        summary: MailboxSummary,
+        page: MessagePage,
+        token: ChangeToken | None,
+    ) -> None:
+        self.summary = summary
+        self.page = page
+        self.token = token
+        super().__init__()
 
 
-@dataclass
 class OlderLoaded(Message):
-    page: MessagePage
+    def __init__(self, page: MessagePage) -> None:
+        self.page = page
+        super().__init__()
 
 
-@dataclass
 class RefreshLoaded(Message):
-    summary: MailboxSummary | None  # None: nothing moved since the last poll
-    rows: list[MailboxMessage]
-    more: bool
-    token: ChangeToken | None
+    def __init__(
+        self,
+        summary: MailboxSummary | None,
+        rows: list[MailboxMessage],
+        more: bool,
+        token: ChangeToken | None,
+    ) -> None:
+        self.summary = summary  # None: nothing moved since the last poll
+        self.rows = rows
+        self.more = more
+        self.token = token
+        super().__init__()
 
 
-@dataclass
 class JumpLoaded(Message):
-    sequence: int
-    page: MessagePage
-    next_sequence: int
+    def __init__(self, sequence: int, page: MessagePage, next_sequence: int) -> None:
+        self.sequence = sequence
+        self.page = page
+        self.next_sequence = next_sequence
+        super().__init__()
 
 
-@dataclass
 class HiddenLoaded(Message):
     """Control-plane rows a person asked to see (newest first; empty: there are none)."""
 
-    rows: list[MailboxMessage]
-    near: bool  # the rows hidden next to the highlighted row (else: the newest anywhere)
+    def __init__(self, rows: list[MailboxMessage], near: bool) -> None:
+        self.rows = rows
+        self.near = near  # the rows hidden next to the highlighted row (else: the newest anywhere)
+        super().__init__()
 
 
-@dataclass
 class StartLoaded(Message):
-    rows: list[MailboxMessage]  # the oldest page, ascending
+    def __init__(self, rows: list[MailboxMessage]) -> None:
+        self.rows = rows  # the oldest page, ascending
+        super().__init__()
 
 
-@dataclass
 class GapLoaded(Message):
-    gap: Gap
-    page: MessagePage
+    def __init__(self, gap: Gap, page: MessagePage) -> None:
+        self.gap = gap
+        self.page = page
+        super().__init__()
 
 
 __all__ = ["CloseRequested", "MailboxView", "ReadFailed", "ThreadHeader", "TitleKnown"]

@@ -13,7 +13,6 @@ App decides what is shown. :class:`Panes` shows one of its children at a time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from textual import events
@@ -34,10 +33,14 @@ RIGHT_MARKER: Final = " ›"
 MARKER_CELLS: Final = 2
 
 
-@dataclass
 class Tab:
-    pane_id: str
-    label: Content
+    """A tab on the strip: the pane it shows and its label."""
+
+    __slots__ = ("label", "pane_id")
+
+    def __init__(self, pane_id: str, label: Content) -> None:
+        self.pane_id = pane_id
+        self.label = label
 
 
 class TabStrip(Widget, can_focus=True):
