@@ -58,3 +58,34 @@ async def test_rows_sent_in_the_same_second_read_the_same_age(demo):
         await advance(app, pilot, 2)  # one check: the new row is read and drawn
         lines = screen_lines(app)
         assert age_of(lines, second) == age_of(lines, first) == "26 s ago"
+
+
+async def test_cards_appended_as_the_index_scrolls_and_those_above_read_one_moment(tmp_path):
+    """A page of cards appended later was drawn at its own moment while the cards above
+    kept the ages of an earlier one: every card on screen now reads its age at the
+    moment of the last draw."""
+    from datetime import UTC, datetime, timedelta
+
+    from textual.widgets import OptionList
+
+    from termal_tui.tui.widgets.index import MailboxIndex
+    from termal_tui.views.index import PAGE_CARDS
+    from termal_tui.views.live import ManualClock
+    from tests.viewer_support import many_mailboxes
+
+    count = PAGE_CARDS + 30
+    path = await many_mailboxes(tmp_path / "coordination.sqlite", count)
+    # Card n's latest message is n seconds after midnight: ages in seconds and minutes.
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=count + 24))
+    app = app_for(path, live_clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        index = app.query_one(MailboxIndex)
+        cards = app.query_one("#cards", OptionList)
+        assert cards.option_count == PAGE_CARDS
+        clock.elapsed += 37  # time passes with no tick (paused): then the next page
+        cards.scroll_end(animate=False)
+        await settle(app, pilot)
+        assert cards.option_count == count
+        stamps = {s.id: s.latest_message_at or "" for s in index.summaries}
+        assert not index.ages.changed(stamps, clock.now())
