@@ -81,6 +81,8 @@ class MailboxApp(App[None]):
     """Browse TermAl mailboxes without ever writing to the database."""
 
     CSS_PATH = "app.tcss"
+    # The footer stays under a maximized widget, as Textual's Footer does.
+    ALLOW_IN_MAXIMIZED_VIEW = "FittingFooter"
     TITLE = "termal-tui (read-only)"
     # One provider: the mailboxes first, then Textual's own commands (Keys, Theme, …).
     COMMANDS = {_mailbox_commands}

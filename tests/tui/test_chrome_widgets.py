@@ -164,3 +164,14 @@ def test_fitting_leaves_out_the_least_needed_keys_first_and_never_help():
     ]
     # At the least: the first key (what enter does here) and help.
     assert [key.action for key in fitted(keys, 7)] == ["expand", "app.help"]
+
+
+async def test_the_footer_stays_under_a_maximized_thread(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        app.screen.maximize(view.thread)
+        await pilot.pause()
+        assert app.screen.maximized is view.thread
+        assert "Quit" in screen_lines(app)[-1] and "palette" in screen_lines(app)[-1]
