@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -42,10 +42,8 @@ from termal_tui.tui.messages import (
     follow_live,
 )
 from termal_tui.tui.widgets.footer import FittingFooter
-from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.tabs import Panes, TabStrip
 from termal_tui.tui.widgets.title import TitleBar
-from termal_tui.views.activity import Jump
 from termal_tui.views.index import IndexModel, Update
 from termal_tui.views.live import Clock, LiveSource, SystemClock
 from termal_tui.vocabulary import counted
@@ -53,8 +51,10 @@ from termal_tui.vocabulary import counted
 if TYPE_CHECKING:
     from termal_tui.attention import Watch
     from termal_tui.health import Thresholds
+    from termal_tui.tui.widgets.index import MailboxIndex
     from termal_tui.tui.widgets.mailbox_view import MailboxView
     from termal_tui.viewer_config import ViewerConfig
+    from termal_tui.views.activity import Jump
 
 INDEX_PANE: Final = "index"  # the index's tab (its widget is #mailbox-index)
 INDEX_WIDGET: Final = "mailbox-index"
@@ -81,6 +81,8 @@ class MailboxApp(App[None]):
     """Browse TermAl mailboxes without ever writing to the database."""
 
     CSS_PATH = "app.tcss"
+    # The footer stays under a maximized widget, as Textual's Footer does.
+    ALLOW_IN_MAXIMIZED_VIEW = "FittingFooter"
     TITLE = "termal-tui (read-only)"
     # One provider: the mailboxes first, then Textual's own commands (Keys, Theme, …).
     COMMANDS = {_mailbox_commands}
@@ -201,6 +203,8 @@ class MailboxApp(App[None]):
         yield TabStrip(*tabs, active=tabs[-1][0], id="tabs")
         with Panes(id="panes"):
             if first is None:  # else built behind the tab once its page is drawn
+                from termal_tui.tui.widgets.index import MailboxIndex
+
                 yield MailboxIndex(id=INDEX_WIDGET)
             else:
                 yield first
@@ -236,8 +240,8 @@ class MailboxApp(App[None]):
         if self.config is not None:
             self._apply_config(self.config)
         if self.index_model is not None:
-            for index in self.query(MailboxIndex).results(MailboxIndex):
-                index.attach(self.index_model)
+            for index in self.query(f"#{INDEX_WIDGET}"):  # composed (no --mailbox tab)
+                cast("MailboxIndex", index).attach(self.index_model)
         if self.greeting:
             self.notify(self.greeting, timeout=30, markup=False)
 
@@ -280,6 +284,8 @@ class MailboxApp(App[None]):
         from termal_tui.tui.widgets.mailbox_view import MailboxView
 
         ids: dict[str, tuple[str, str]] = {}
+        from termal_tui.tui.widgets.index import MailboxIndex
+
         for scope, owner in (("app", MailboxApp), ("index", MailboxIndex), ("tab", MailboxView)):
             for binding in owner.BINDINGS:
                 if isinstance(binding, Binding) and binding.id:
@@ -422,6 +428,8 @@ class MailboxApp(App[None]):
         --mailbox tab) built behind that tab once its page is drawn, or when the index
         is shown first, whichever comes first."""
         async with self._index_lock:
+            from termal_tui.tui.widgets.index import MailboxIndex
+
             for index in self.query(MailboxIndex).results(MailboxIndex):
                 return index
             index = MailboxIndex(id=INDEX_WIDGET)

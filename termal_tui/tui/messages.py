@@ -8,7 +8,6 @@ visible "Stale" state. Each mailbox view's own page results live in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from textual.message import Message
@@ -25,12 +24,13 @@ if TYPE_CHECKING:
     from termal_tui.views.live import LiveEvent, LiveSource, Subscription
 
 
-@dataclass
 class ReadFailed(Message):
     """A worker's read failed: ``error`` is one sentence a human can act on."""
 
-    error: str
-    missing: bool = False
+    def __init__(self, error: str, missing: bool = False) -> None:
+        self.error = error
+        self.missing = missing
+        super().__init__()
 
 
 def read_failed(error: BaseException | None) -> ReadFailed:
@@ -52,12 +52,13 @@ class WorkerFailures:
             cast("MessagePump", self).post_message(read_failed(event.worker.error))
 
 
-@dataclass
 class LiveChanged(Message):
     """The live source's news (``views.live.LiveEvent``), posted to a widget or screen
     that subscribed with :func:`follow_live`: handle it in ``on_live_changed``."""
 
-    event: LiveEvent
+    def __init__(self, event: LiveEvent) -> None:
+        self.event = event
+        super().__init__()
 
 
 def follow_live(pump: MessagePump, source: LiveSource) -> Subscription:
@@ -67,68 +68,94 @@ def follow_live(pump: MessagePump, source: LiveSource) -> Subscription:
     return source.subscribe(lambda event: pump.post_message(LiveChanged(event)))
 
 
-@dataclass
 class IndexLoaded(Message):
     """The index's cards, newest activity first: the first pages (``more``: others
     follow as the reader scrolls); ``appended``: one more page below the loaded ones."""
 
-    summaries: list[MailboxSummary]
-    more: bool = False
-    appended: bool = False
-    empty_reason: str = ""  # with no summaries: why this view lists none
+    def __init__(
+        self,
+        summaries: list[MailboxSummary],
+        more: bool = False,
+        appended: bool = False,
+        empty_reason: str = "",
+    ) -> None:
+        self.summaries = summaries
+        self.more = more
+        self.appended = appended
+        self.empty_reason = empty_reason  # with no summaries: why this view lists none
+        super().__init__()
 
 
-@dataclass
 class MatchesLoaded(Message):
     """The store's cards matching the index filter (a paged index)."""
 
-    needle: str
-    summaries: list[MailboxSummary]
-    more: bool
-    count: int | None
-    append: bool = False
+    def __init__(
+        self,
+        needle: str,
+        summaries: list[MailboxSummary],
+        more: bool,
+        count: int | None,
+        append: bool = False,
+    ) -> None:
+        self.needle = needle
+        self.summaries = summaries
+        self.more = more
+        self.count = count
+        self.append = append
+        super().__init__()
 
 
 class IndexUnchanged(Message):
     """A poll of the index found nothing committed since its last read."""
 
 
-@dataclass
 class IndexTotals(Message):
     """Every mailbox the index would list, and their unread rows (read apart from the
     cards, which are paged)."""
 
-    mailboxes: int
-    unread: int
+    def __init__(self, mailboxes: int, unread: int) -> None:
+        self.mailboxes = mailboxes
+        self.unread = unread
+        super().__init__()
 
 
-@dataclass
 class MarkersLoaded(Message):
     """The index's health markers: mailbox id → a word for its worst finding."""
 
-    problems: dict[str, str]
+    def __init__(self, problems: dict[str, str]) -> None:
+        self.problems = problems
+        super().__init__()
 
 
-@dataclass
 class OpenMailbox(Message):
-    mailbox_id: str
+    def __init__(self, mailbox_id: str) -> None:
+        self.mailbox_id = mailbox_id
+        super().__init__()
 
 
-@dataclass
 class HealthLoaded(Message):
-    report: HealthReport
+    def __init__(self, report: HealthReport) -> None:
+        self.report = report
+        super().__init__()
 
 
-@dataclass
 class SearchProgress(Message):
     """One keyset step of a search: the rows it found and where the next step starts
     (``before`` is None when the whole mailbox has been searched). ``scan`` numbers the
     search, so that a superseded one's late steps are dropped."""
 
-    scan: int
-    needle: str
-    found: list[MailboxMessage]
-    before: int | None
+    def __init__(
+        self,
+        scan: int,
+        needle: str,
+        found: list[MailboxMessage],
+        before: int | None,
+    ) -> None:
+        self.scan = scan
+        self.needle = needle
+        self.found = found
+        self.before = before
+        super().__init__()
 
 
 class TitleKnown(Message):

@@ -411,11 +411,13 @@ class ActivityModel:
         self._seen = self._serial
 
     def mailbox_titles(self) -> dict[str, str]:
-        """Mailbox id → its participants' names, ``planner ⇄ backend`` (as tabs say)."""
+        """Mailbox id → its participants' names, ``planner ⇄ backend``, in the order the
+        tabs and cards give them (TermAl's participant order: the rows as read), never
+        sorted by name (``backend ⇄ planner`` beside a tab saying ``planner ⇄ backend``)."""
         names: dict[str, list[str]] = {}
         for mailbox_id, session_id in self._members:
             names.setdefault(mailbox_id, []).append(self._names.get(session_id, session_id))
-        return {m: " ⇄ ".join(sorted(n, key=str.casefold)) for m, n in names.items()}
+        return {m: " ⇄ ".join(n) for m, n in names.items()}
 
     def name_of(self, session_id: str) -> str:
         return self._names.get(session_id, session_id)

@@ -294,6 +294,9 @@ class LiveSource:
         self._tick: Handle | None = None
         self._retry_soon = False
         self._reconnect = False  # a server was lost: the next check connects afresh
+        # Another file is at the path and the old one's connection was closed: until the
+        # new one opens, each check looks for the old -wal beside it first.
+        self._replaced = False
         self._told_at: float | None = None  # when views last heard "unchanged" (a server)
         self._closed = False
         self._watcher: _Watcher | None = None
@@ -465,7 +468,12 @@ class LiveSource:
                 self._set(watching=self._watcher.active)
             reader = self.reader
             if reader is None:
-                await self._open()
+                if self._replaced:
+                    blend = self._old_wal_beside_new_file()
+                    if blend:
+                        self._stale(blend)
+                        return
+                await self._open(replacing=self._replaced)
                 return
             if self._reconnect:
                 await self._open(replacing=True)
@@ -480,6 +488,11 @@ class LiveSource:
                 )
                 return
             if state == FILE_SWAPPED:
+                # The old file's connection goes first: it keeps the old file and its
+                # -wal alive (the writer closing last could not remove that -wal, and
+                # "stop the processes that still have the old file open" meant us too).
+                self._replaced = True
+                await self._drop_reader()
                 blend = self._old_wal_beside_new_file()
                 if blend:
                     self._stale(blend)
@@ -556,7 +569,7 @@ class LiveSource:
             self._stale(text)
             return
         old, self._stack, self.reader = self._stack, stack, reader
-        self._reconnect = False
+        self._reconnect = self._replaced = False
         # Read with the file's checks when the reader opened it (one thread hop less).
         self._version = getattr(reader, "opened_version", None)
         if self._version is None:
@@ -575,6 +588,13 @@ class LiveSource:
         if old is not None:
             await old.aclose()  # reads still running on it fail on their own (Superseded)
 
+    async def _drop_reader(self) -> None:
+        """Close the connection to the file being read (reads running on it fail on
+        their own and are superseded by the next file)."""
+        stack, self._stack, self.reader = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
     # ------------------------------------------------------------ reads
 
     async def read(self, work: Callable[[MailboxReader], Awaitable[T]]) -> T:
@@ -591,15 +611,20 @@ class LiveSource:
 
     async def _read(self, reader: object, work: Callable[..., Awaitable[T]]) -> T:
         generation = self.status.generation
+        opened = self.reader  # dropped meanwhile (another file at the path): superseded
+
+        def superseded() -> bool:
+            return generation != self.status.generation or self.reader is not opened
+
         try:
             result = await work(reader)
         except StoreError as error:
-            if generation != self.status.generation:
+            if superseded():
                 raise Superseded() from error
             if not isinstance(error, NotFoundError):  # the file is fine: the view's own
                 self._failed(error)
             raise
-        if generation != self.status.generation:
+        if superseded():
             raise Superseded()
         if not self.status.live:
             self._good()

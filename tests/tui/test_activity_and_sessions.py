@@ -191,3 +191,22 @@ def test_a_first_run_waits_only_where_a_file_can_appear(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert not first_run_possible(blocker / "coordination.sqlite")
+
+
+async def test_activity_names_each_mailbox_as_its_tab_and_card_do(demo: Path) -> None:
+    """The activity view said ``backend ⇄ planner`` (names sorted) for the mailbox its
+    tab and card call ``planner ⇄ backend`` (TermAl's participant order)."""
+    from termal_tui.presentation import summary_title
+    from tests.viewer_support import app_for
+
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.action_activity()
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ActivityScreen)
+        titles = screen.model.mailbox_titles()
+        assert titles
+        for summary in app.summaries:
+            assert titles[summary.id] == summary_title(summary)

@@ -106,7 +106,10 @@ async def test_the_title_follows_the_app_title_and_subtitle(demo):
         assert "termal-tui (read-only) — elsewhere.sqlite" in screen_lines(app)[0]
 
 
-async def test_a_strip_narrower_than_its_labels_keeps_the_active_tab_whole(demo):
+async def test_a_strip_narrower_than_its_labels_shows_whole_tabs_and_marks_the_rest(demo):
+    """Labels wider than the strip: whole tabs around the active one, never a label cut
+    in two (Textual's strip scrolled by cells: ``hild  planner ⇄ backend``), ``‹`` and
+    ``›`` where tabs are hidden, and a click on one goes one tab further."""
     app = app_for(demo)
     async with app.run_test(size=(60, 20)) as pilot:
         await settle(app, pilot)
@@ -116,14 +119,28 @@ async def test_a_strip_narrower_than_its_labels_keeps_the_active_tab_whole(demo)
             await settle(app, pilot)
             views.append(app.active_view())
         strip = app.query_one(TabStrip)
-        total = strip.spans()[-1][1]
-        assert total > strip.size.width  # the labels do not fit: the strip scrolls
+        assert strip.spans()[-1][1] > strip.size.width  # the labels do not fit
+        labels = {pane: strip.label(pane).plain for pane in strip.pane_ids}
         for view in (views[0], views[-1], views[2]):
             app.activate(view.id)
             await settle(app, pilot)
             start, end = strip.region_of(view.id)
             assert 0 <= start < end <= strip.size.width
-            assert strip.label(view.id).plain in screen_lines(app)[strip.region.y]
+            row = screen_lines(app)[strip.region.y]
+            assert labels[view.id] in row
+            drawn, more_left, more_right = strip.window()
+            assert row.startswith("‹") == more_left and row.rstrip().endswith("›") == more_right
+            words = row.strip("‹› ").split("  ")  # whole labels only
+            assert all(word.strip() in labels.values() for word in words if word.strip())
+        app.activate(views[2].id)
+        await settle(app, pilot)
+        drawn, more_left, more_right = strip.window()
+        assert more_left and more_right
+        ids = strip.pane_ids
+        beyond = ids[ids.index(drawn[-1][2].pane_id) + 1]
+        await pilot.click(TabStrip, offset=(strip.size.width - 1, 0))
+        await settle(app, pilot)
+        assert app.active_pane == beyond
 
 
 def test_fitting_leaves_out_the_least_needed_keys_first_and_never_help():
@@ -147,3 +164,14 @@ def test_fitting_leaves_out_the_least_needed_keys_first_and_never_help():
     ]
     # At the least: the first key (what enter does here) and help.
     assert [key.action for key in fitted(keys, 7)] == ["expand", "app.help"]
+
+
+async def test_the_footer_stays_under_a_maximized_thread(demo):
+    app = app_for(demo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        view = await open_view(app, pilot, "planner", "backend")
+        app.screen.maximize(view.thread)
+        await pilot.pause()
+        assert app.screen.maximized is view.thread
+        assert "Quit" in screen_lines(app)[-1] and "palette" in screen_lines(app)[-1]

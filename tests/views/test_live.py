@@ -329,3 +329,71 @@ async def test_a_closing_source_says_nothing_to_its_subscribers(writer, db_path)
     await entered.wait()
     await source.close()
     assert events.kinds() == []
+
+
+def held_inodes() -> set[tuple[int, int]]:
+    """(device, inode) of every file this process has open or mapped (Linux)."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            info = os.stat(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        held.add((info.st_dev, info.st_ino))
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if len(fields) >= 6 and fields[4] != "0":
+                major, minor = (int(part, 16) for part in fields[3].split(":"))
+                held.add((os.makedev(major, minor), int(fields[4])))
+    return held
+
+
+def inode(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return (info.st_dev, info.st_ino)
+
+
+async def test_a_replaced_file_s_connection_is_closed_as_soon_as_the_swap_is_seen(tmp_path):
+    """The viewer kept its connection to the replaced file, and with it the old file,
+    its -wal and its -shm open: its own advice, "stop the processes that still have
+    the old file open", then meant the viewer too. The connection is closed as soon as
+    the swap is seen; once the old -wal is gone, the new file opens."""
+    path = tmp_path / "coordination.sqlite"
+    from termal_tui.store.writer import open_writer
+
+    keeper = sqlite3.connect(path)  # the old file's writer, with frames in its -wal
+    keeper.execute("PRAGMA journal_mode=WAL")
+    keeper.execute("PRAGMA wal_autocheckpoint=0")
+    async with open_writer(path) as writer:
+        await send(writer, body="in the old file")
+    keeper.execute("CREATE TABLE scratch (x)")  # frames that stay in the old -wal
+    keeper.commit()
+    clock = ManualClock()
+    source = await started(path, clock)
+    events = Events(source)
+    old = {inode(Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-shm")}
+    assert Path(f"{path}-wal").stat().st_size > 32
+    replacement = tmp_path / "replacement.sqlite"
+    async with open_writer(replacement) as other:
+        await send(other, body="in the new file")
+    for suffix in ("-wal", "-shm"):
+        Path(f"{replacement}{suffix}").unlink(missing_ok=True)
+    os.replace(replacement, path)
+    keeper.close()  # the writer is gone; only the viewer could still hold the old file
+    assert held_inodes() & old, "the viewer holds the old file until it sees the swap"
+    clock.advance(8)
+    await source.settled()
+    assert source.status.phase == "stale"
+    assert "still the old file's" in source.status.reason
+    assert not held_inodes() & old  # nothing of the old file is open here any more
+    events.take()
+    Path(f"{path}-wal").unlink()  # the old -wal moved away, as the reason says
+    Path(f"{path}-shm").unlink()
+    clock.advance(8)
+    await source.settled()
+    assert events.take() == ["opened"]
+    assert source.status.live
+    summaries = await source.read(lambda reader: reader.list_mailboxes())
+    assert len(summaries) == 1
+    await source.close()

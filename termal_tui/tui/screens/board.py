@@ -50,6 +50,7 @@ from termal_tui.sanitize import cap, visible_line
 from termal_tui.store.board.records import BoardHead, BoardScope
 from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, option_room
 from termal_tui.tui.messages import LiveChanged, ReadFailed, WorkerFailures, follow_live
+from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.tui.widgets.mailbox_view import ThreadHeader
 from termal_tui.views.board import KEY_GONE as KEY_GONE
@@ -293,6 +294,8 @@ class BoardScreen(FollowsSource, WorkerFailures, Screen[None]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        if popped_before_mount(self):
+            return
         self.title = "termal-tui (read-only) — coordination board"
         self._subscribe()
         self.query_one(BoardHeader).show(self.model.header)
@@ -585,6 +588,8 @@ class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        if popped_before_mount(self):
+            return
         self.title = "termal-tui (read-only) — coordination board key"
         table = self.query_one("#history", DataTable)
         self._age_column = table.add_columns("rev", "gen", "author", "stamp", "age", "value")[4]
@@ -703,6 +708,8 @@ class BoardKeyScreen(FollowsSource, WorkerFailures, Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         """The value column is cut to the screen's width: laid out again at the real one
         (a history read before the first layout was cut for 80 columns)."""
+        if popped_before_mount(self):
+            return
         if self.model.revisions and event.size.width != self._history_width:
             self._show_history()
 

@@ -36,6 +36,7 @@ from termal_tui.tui.messages import (
     WorkerFailures,
     follow_live,
 )
+from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.views.health import MAX_SHOWN as MAX_SHOWN  # (where the view's tests look)
 from termal_tui.views.health import MUTED, TITLE, HealthView
@@ -161,6 +162,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        if popped_before_mount(self):
+            return
         self.title = TITLE
         self._subscription = follow_live(self, self.source)
         self._apply_status(self.source.status.phase, self.source.status.reason)
@@ -318,7 +321,8 @@ class HealthScreen(WorkerFailures, Screen[tuple[str, int] | None]):
         return max(30, option_room(self.query_one("#findings", OptionList), self))
 
     def on_resize(self) -> None:
-        self.draw()  # rows follow the width both ways; Stale stays said
+        if not popped_before_mount(self):
+            self.draw()  # rows follow the width both ways; Stale stays said
 
     @on(OptionList.OptionSelected, "#findings")
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -19,6 +19,7 @@ from textual.widgets import OptionList, Static
 
 from termal_tui.sanitize import visible_line
 from termal_tui.tui.messages import follow_live
+from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.views.live import LiveSource, Subscription
 
@@ -48,6 +49,8 @@ class LiveListScreen(Screen[ResultType], Generic[ResultType]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        if popped_before_mount(self):
+            return
         self.title = f"termal-tui (read-only) — {self.NAME}"
         self._subscription = follow_live(self, self.source)
         self.query_one(f"#{self.LIST_ID}", OptionList).focus()

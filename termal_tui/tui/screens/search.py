@@ -36,6 +36,7 @@ from termal_tui.tui.messages import (
     WorkerFailures,
     follow_live,
 )
+from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.views.live import LiveSource, Subscription
 from termal_tui.vocabulary import counted, relative_age
@@ -142,6 +143,8 @@ class SearchScreen(WorkerFailures, ModalScreen[int | None]):
         yield FittingFooter()
 
     def on_mount(self) -> None:
+        if popped_before_mount(self):
+            return
         self._subscription = follow_live(self, self.source)
 
     def on_unmount(self) -> None:

@@ -10,8 +10,7 @@ frame's chrome). It follows the screen's bindings as ``Footer`` does, looks the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from textual import events
 from textual.content import Content
@@ -50,8 +49,7 @@ HOVER_DESCRIPTION_STYLE: Final = "$footer-description-foreground on $block-hover
 BAR_STYLE: Final = "$foreground 20%"
 
 
-@dataclass(frozen=True)
-class FooterKey:
+class FooterKey(NamedTuple):
     """One key on offer, as the footer draws it (``key_display description``)."""
 
     key: str

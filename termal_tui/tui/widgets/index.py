@@ -129,6 +129,7 @@ class MailboxIndex(Vertical, can_focus=True):
         self._width = 0
         self._focused_once = False
         self.ages = Ages()  # the age each card was drawn with
+        self._now: datetime | None = None  # the moment the cards on screen are drawn at
 
     # What the model holds, for readers of the widget (tests): nothing is decided here.
     @property
@@ -160,8 +161,12 @@ class MailboxIndex(Vertical, can_focus=True):
         return self.model.filter_text if self.model is not None else ""
 
     def now(self) -> datetime:
+        """The one moment the cards on screen are drawn at: taken at each tick or full
+        draw, kept for the cards drawn in between (a page appended, a card redrawn)."""
         assert self.model is not None
-        return self.model.clock.now()
+        if self._now is None:
+            self._now = self.model.clock.now()
+        return self._now
 
     def compose(self) -> ComposeResult:
         yield Static(Content("Loading mailboxes…"), id="index-status")
@@ -368,6 +373,8 @@ class MailboxIndex(Vertical, can_focus=True):
             shown = fresh
         if shown:
             width = self._width or self._card_width()
+            self._now = None  # the new cards, and those above, at one new moment
+            self._redraw_aged()
             now = self.now()
             self.query_one("#cards", OptionList).add_options(
                 [Option(self._card(s, width, now), id=s.id) for s in shown]
@@ -392,6 +399,7 @@ class MailboxIndex(Vertical, can_focus=True):
         width = self._card_width()
         self._width = width
         shown = self.model.shown()
+        self._now = None  # every card drawn again: at a new moment
         now = self.now()
         self.ages.forget()
         with self.app.batch_update():
@@ -423,6 +431,10 @@ class MailboxIndex(Vertical, can_focus=True):
 
     def tick_ages(self) -> None:
         """Redraw the cards whose age reads differently now (nothing is read)."""
+        self._now = None
+        self._redraw_aged()
+
+    def _redraw_aged(self) -> None:
         shown = self.matches if self.matches is not None else self.summaries
         if not shown or not self._width:
             return

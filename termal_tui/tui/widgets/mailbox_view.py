@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -62,50 +61,68 @@ JUMP_CONTEXT: Final = 25
 # ------------------------------------------------------------- typed results
 
 
-@dataclass
 class PageLoaded(Message):
-    summary: MailboxSummary
-    page: MessagePage
-    token: ChangeToken | None
+    def __init__(
+        self,
+        summary: MailboxSummary,
+        page: MessagePage,
+        token: ChangeToken | None,
+    ) -> None:
+        self.summary = summary
+        self.page = page
+        self.token = token
+        super().__init__()
 
 
-@dataclass
 class OlderLoaded(Message):
-    page: MessagePage
+    def __init__(self, page: MessagePage) -> None:
+        self.page = page
+        super().__init__()
 
 
-@dataclass
 class RefreshLoaded(Message):
-    summary: MailboxSummary | None  # None: nothing moved since the last poll
-    rows: list[MailboxMessage]
-    more: bool
-    token: ChangeToken | None
+    def __init__(
+        self,
+        summary: MailboxSummary | None,
+        rows: list[MailboxMessage],
+        more: bool,
+        token: ChangeToken | None,
+    ) -> None:
+        self.summary = summary  # None: nothing moved since the last poll
+        self.rows = rows
+        self.more = more
+        self.token = token
+        super().__init__()
 
 
-@dataclass
 class JumpLoaded(Message):
-    sequence: int
-    page: MessagePage
-    next_sequence: int
+    def __init__(self, sequence: int, page: MessagePage, next_sequence: int) -> None:
+        self.sequence = sequence
+        self.page = page
+        self.next_sequence = next_sequence
+        super().__init__()
 
 
-@dataclass
 class HiddenLoaded(Message):
     """Control-plane rows a person asked to see (newest first; empty: there are none)."""
 
-    rows: list[MailboxMessage]
-    near: bool  # the rows hidden next to the highlighted row (else: the newest anywhere)
+    def __init__(self, rows: list[MailboxMessage], near: bool) -> None:
+        self.rows = rows
+        self.near = near  # the rows hidden next to the highlighted row (else: the newest anywhere)
+        super().__init__()
 
 
-@dataclass
 class StartLoaded(Message):
-    rows: list[MailboxMessage]  # the oldest page, ascending
+    def __init__(self, rows: list[MailboxMessage]) -> None:
+        self.rows = rows  # the oldest page, ascending
+        super().__init__()
 
 
-@dataclass
 class GapLoaded(Message):
-    gap: Gap
-    page: MessagePage
+    def __init__(self, gap: Gap, page: MessagePage) -> None:
+        self.gap = gap
+        self.page = page
+        super().__init__()
 
 
 __all__ = ["CloseRequested", "MailboxView", "ReadFailed", "ThreadHeader", "TitleKnown"]
@@ -259,6 +276,9 @@ class MailboxView(WorkerFailures, Vertical):
         self._bar: Content | None = None
         self._notice: Content | None = None
         self.ages = Ages()  # the age each row was drawn with
+        # The one "now" every row on screen is drawn with: taken once by each refresh
+        # or tick that draws rows, so rows sent in the same second read the same age.
+        self._now: datetime | None = None
 
     # ------------------------------------------------------------ properties
 
@@ -351,6 +371,7 @@ class MailboxView(WorkerFailures, Vertical):
         self._early_page = None  # a first page of the old file waiting for the layout
         self.model = ThreadModel()  # nothing of the old file stays on screen
         self.ages.forget()
+        self._now = None
         self._bar = self._notice = None
         try:
             self.thread.set_options([])
@@ -563,11 +584,24 @@ class MailboxView(WorkerFailures, Vertical):
         ago``); nothing is read from the file and other rows are left alone."""
         if not self._width or not self.model.by_id:
             return
+        self._now = self.clock()
+        self._redraw_aged()
+
+    def rows_now(self) -> datetime:
+        """The moment the rows on screen are drawn at (one per refresh or tick)."""
+        if self._now is None:
+            self._now = self.clock()
+        return self._now
+
+    def _redraw_aged(self) -> None:
+        """The rows whose age reads differently at :meth:`rows_now` than as drawn."""
         by_id = self.model.by_id
+        if not self._width or not by_id:
+            return
         if len(self.ages) > 2 * len(by_id) + PAGE_SIZE:
             self.ages.forget(set(by_id))  # rows dropped from the model
         stale = self.ages.changed(
-            {key: message.created_at for key, message in by_id.items()}, self.clock()
+            {key: message.created_at for key, message in by_id.items()}, self.rows_now()
         )
         if stale:
             dividers = self.model.dividers()
@@ -1012,13 +1046,14 @@ class MailboxView(WorkerFailures, Vertical):
             width=self._prompt_width(),
             body_lines=max(5, self.size.height - 22),
             processed=self.model.is_processed(item),
-            age=self.ages.shown(item.id, item.created_at, self.clock()),
+            age=self.ages.shown(item.id, item.created_at, self.rows_now()),
         )
 
     def _apply(self, change: Change) -> None:
         """Apply a model change to the widget: splices, then changed rows only."""
         if not change:
             return
+        self._now = self.clock()  # the rows drawn now, and the others, at one moment
         thread = self.thread
         dividers = self.model.dividers()
         spliced: set[str] = set()
@@ -1041,6 +1076,7 @@ class MailboxView(WorkerFailures, Vertical):
                     prompts[key] = self._prompt(item, dividers.get(key, []))
             if prompts:
                 thread.replace_rows(prompts)
+            self._redraw_aged()  # rows drawn earlier: at the same moment as these
         self._update_chrome()
 
     def _render_all(self) -> None:

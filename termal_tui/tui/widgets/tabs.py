@@ -4,15 +4,15 @@
 two lines (Textual's ``TabbedContent`` is a tree of about a dozen widgets, each styled
 and laid out, and a widget per tab: most of the first frame's cost besides the rows).
 It looks like Textual's tabs (the active label bright over a highlighted stretch of the
-bar, the others muted; the active label on the cursor while the strip has the focus),
-keeps the active tab on the strip when the labels are wider than the screen, and asks
+bar, the others muted; the active label on the cursor while the strip has the focus);
+when the labels are wider than the screen it shows whole tabs around the active one
+with ``‹`` / ``›`` where more are hidden (a click there goes one tab further), and asks
 for a tab with :class:`TabStrip.Activated` (a click, ←/→ while it has the focus): the
 App decides what is shown. :class:`Panes` shows one of its children at a time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from textual import events
@@ -28,12 +28,19 @@ from termal_tui.tui.cells import cells
 BAR: Final = "━"
 HALF_BAR_LEFT: Final = "╺"  # the bar's right half: where a stretch starts after a gap
 HALF_BAR_RIGHT: Final = "╸"  # its left half: where a stretch ends before a gap
+LEFT_MARKER: Final = "‹ "  # more tabs to the left than the strip shows
+RIGHT_MARKER: Final = " ›"
+MARKER_CELLS: Final = 2
 
 
-@dataclass
 class Tab:
-    pane_id: str
-    label: Content
+    """A tab on the strip: the pane it shows and its label."""
+
+    __slots__ = ("label", "pane_id")
+
+    def __init__(self, pane_id: str, label: Content) -> None:
+        self.pane_id = pane_id
+        self.label = label
 
 
 class TabStrip(Widget, can_focus=True):
@@ -132,27 +139,40 @@ class TabStrip(Widget, can_focus=True):
             x += width
         return spans
 
-    def scrolled(self, spans: list[tuple[int, int, Tab]] | None = None) -> int:
-        """Where the strip starts: 0 when every label fits, else so that the active tab
-        is centred (never past either end)."""
-        spans = self.spans() if spans is None else spans
+    def window(self) -> tuple[list[tuple[int, int, Tab]], bool, bool]:
+        """The tabs drawn, each with the cells it takes on screen: all of them when
+        they fit; else whole tabs around the active one, with ``‹`` / ``›`` saying
+        more are hidden to the left / right (a label is never cut in two). Returns
+        (drawn, more left, more right)."""
+        spans = self.spans()
         width = self.size.width
-        total = spans[-1][1] if spans else 0
-        if total <= width:
-            return 0
-        start, end = next(((s, e) for s, e, tab in spans if tab.pane_id == self._active), (0, 0))
-        centred = (start + end) // 2 - width // 2
-        return max(0, min(centred, total - width))
+        if not spans or spans[-1][1] <= width:
+            return spans, False, False
+        last = len(spans) - 1
+        active = next(
+            (k for k, (_s, _e, tab) in enumerate(spans) if tab.pane_id == self._active), 0
+        )
+
+        def fits(first: int, final: int) -> bool:
+            markers = (MARKER_CELLS if first > 0 else 0) + (MARKER_CELLS if final < last else 0)
+            return spans[final][1] - spans[first][0] + markers <= width
+
+        first = final = active
+        grown = True
+        while grown:  # one to the right, then one to the left: the active tab centred
+            grown = False
+            for left, right in ((first, final + 1), (first - 1, final)):
+                if left >= 0 and right <= last and fits(left, right):
+                    first, final, grown = left, right, True
+        shift = spans[first][0] - (MARKER_CELLS if first > 0 else 0)
+        drawn = [(s - shift, e - shift, tab) for s, e, tab in spans[first : final + 1]]
+        return drawn, first > 0, final < last
 
     def region_of(self, pane_id: str) -> tuple[int, int] | None:
         """The cells ``pane_id``'s label takes on screen, relative to the strip (None:
-        no such tab)."""
-        spans = self.spans()
-        offset = self.scrolled(spans)
-        for start, end, tab in spans:
-            if tab.pane_id == pane_id:
-                return start - offset, end - offset
-        return None
+        not drawn now)."""
+        drawn, _, _ = self.window()
+        return next(((s, e) for s, e, tab in drawn if tab.pane_id == pane_id), None)
 
     def _styles(self) -> tuple[str, str, str, str, str]:
         """(inactive, hovered, active, highlight bar, bar) styles for now."""
@@ -173,13 +193,12 @@ class TabStrip(Widget, can_focus=True):
         base = self.visual_style
         if not width or y > 1:
             return Strip.blank(width, base.rich_style)
-        spans = self.spans()
-        offset = self.scrolled(spans)
-        total = max(spans[-1][1] if spans else 0, offset + width)
+        drawn, more_left, more_right = self.window()
+        total = max(drawn[-1][1] if drawn else 0, width)
         inactive, hovered, active, highlight, bar = self._styles()
         if y == 0:
-            line = Content("")
-            for _start, _end, tab in spans:
+            line = Content.styled(LEFT_MARKER, inactive) if more_left else Content("")
+            for _start, _end, tab in drawn:
                 if tab.pane_id == self._active:
                     style = active
                 elif tab.pane_id == self._hover:
@@ -187,12 +206,15 @@ class TabStrip(Widget, can_focus=True):
                 else:
                     style = inactive
                 line += (Content(" ") + tab.label + Content(" ")).stylize_before(style)
+            if more_right:
+                line = line.pad_right(width - MARKER_CELLS - line.cell_length)
+                line += Content.styled(RIGHT_MARKER, inactive)
             line = line.pad_right(total - line.cell_length)
         else:
-            stretch = next(((s, e) for s, e, t in spans if t.pane_id == self._active), None)
+            stretch = next(((s, e) for s, e, t in drawn if t.pane_id == self._active), None)
             line = self._bar(total, stretch, highlight, bar)
         strip = Strip(line.render_segments(base))
-        return strip.crop(offset, offset + width).adjust_cell_length(width, base.rich_style)
+        return strip.crop(0, width).adjust_cell_length(width, base.rich_style)
 
     @staticmethod
     def _bar(total: int, stretch: tuple[int, int] | None, highlight: str, bar: str) -> Content:
@@ -211,8 +233,16 @@ class TabStrip(Widget, can_focus=True):
     # ---------------------------------------------------------------- mouse
 
     def _tab_at(self, x: int) -> str:
-        offset = self.scrolled()
-        return next((t.pane_id for s, e, t in self.spans() if s <= x + offset < e), "")
+        """The tab under cell ``x``: a label, or the tab just beyond a ``‹`` / ``›``."""
+        drawn, more_left, more_right = self.window()
+        if not drawn:
+            return ""
+        ids = self.pane_ids
+        if more_left and x < MARKER_CELLS:
+            return ids[ids.index(drawn[0][2].pane_id) - 1]
+        if more_right and x >= self.size.width - MARKER_CELLS:
+            return ids[ids.index(drawn[-1][2].pane_id) + 1]
+        return next((t.pane_id for s, e, t in drawn if s <= x < e), "")
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
         hover = self._tab_at(event.x) if event.y == 0 else ""
