@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from common import BIG_MAILBOX, big_mailbox_db, index_db
 
-from termal_tui.health import health_report
-from termal_tui.models import CONTROL_TOPIC
+from termal_tui.core.models import CONTROL_TOPIC
 from termal_tui.store import open_reader
 from termal_tui.store.health_queries import _UNREAD_BY_PARTICIPANT
 from termal_tui.tui.screens.search import SCAN_STEP
+from termal_tui.views.findings import health_report
 
 
 async def health_ms(path: Path, repeat: int = 5) -> tuple[float, float, int]:

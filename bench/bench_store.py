@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from common import BIG_MAILBOX, big_mailbox_db, index_db, interleaved_medians
 
-from termal_tui.models import CONTROL_TOPIC
+from termal_tui.core.models import CONTROL_TOPIC
 from termal_tui.store import open_reader, queries
 
 COLUMNS = queries.message_columns(True)

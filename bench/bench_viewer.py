@@ -75,7 +75,7 @@ import asyncio; asyncio.run(main())
 LAUNCH_CONFIGURED = LAUNCH_VIEWER.replace(
     "from termal_tui.tui.app import make_app\n",
     "from termal_tui.tui.app import make_app\n"
-    "from termal_tui.viewer_config import load_config\n"
+    "from termal_tui.views.config import load_config\n"
     "config = load_config()\n"
     "assert not config.problems, config.problems\n",
 ).replace("poll_interval=0)", "poll_interval=0, config=config)")

@@ -1,10 +1,10 @@
-"""Regenerate ``termal_tui/_confusables.py`` from Unicode's ``confusables.txt`` (UTS #39).
+"""Regenerate ``termal_tui/core/_confusables.py`` from Unicode's ``confusables.txt`` (UTS #39).
 
     python scripts/gen_confusables.py path/to/confusables.txt
 
 (``confusables.txt`` is published with each Unicode version under
 ``Public/security/<version>/``.) The output holds two ``str.translate`` tables, closed
-under the folding that ``termal_tui.names`` applies first, so one pass is a fixed point:
+under the folding that ``termal_tui.core.names`` applies first, so one pass is a fixed point:
 
 - ``SKELETON``: every mapping of the file, sources that folding leaves as they are;
 - ``KEY``: the same without ASCII sources (an ASCII name's key stays its lower case).
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from termal_tui.names import _fold  # noqa: E402
+from termal_tui.core.names import _fold  # noqa: E402
 
 OUT = ROOT / "termal_tui" / "_confusables.py"
 
@@ -71,8 +71,8 @@ def close(raw: dict[str, str], *, fold: bool) -> dict[str, str]:
 def check(key: dict[str, str], skeleton: dict[str, str], raw: dict[str, str]) -> None:
     import importlib
 
-    import termal_tui._confusables as generated
-    import termal_tui.names as names
+    import termal_tui.core._confusables as generated
+    import termal_tui.core.names as names
 
     importlib.reload(generated)
     samples = set(raw) | set(raw.values()) | set(key.values()) | set(skeleton.values())

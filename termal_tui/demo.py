@@ -15,7 +15,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from termal_tui.models import DELIVERED_TO_IDLE_SESSION, QUEUED_BEHIND_ACTIVE_TURN
+from termal_tui.core.models import DELIVERED_TO_IDLE_SESSION, QUEUED_BEHIND_ACTIVE_TURN
 from termal_tui.store.demo_data import fill_pair_mailboxes as fill_pair_mailboxes
 from termal_tui.store.writer import MailboxWriter, open_writer
 

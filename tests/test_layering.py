@@ -60,11 +60,11 @@ def test_the_contracts_catch_each_kind_of_planted_import(tmp_path: Path):
     shutil.copytree(PACKAGE, tmp_path / "termal_tui", ignore=shutil.ignore_patterns("__pycache__"))
     plants = {
         # upward: the store reaching for a view, lazily inside a function
-        "store/reader.py": "def _planted():\n    from termal_tui.health import collect",
+        "store/reader.py": "def _planted():\n    from termal_tui.views.findings import collect",
         # the agents reaching for the viewer (siblings are independent)
         "agents/wake.py": "import termal_tui.tui.render",
         # headless code importing rich
-        "formats.py": "import rich.text",
+        "core/formats.py": "import rich.text",
         # the viewer importing the writer
         "tui/render.py": "from termal_tui.store.writer import open_writer",
         # a views package (landing elsewhere) importing the agents and the writer
@@ -86,9 +86,9 @@ def test_the_contracts_catch_each_kind_of_planted_import(tmp_path: Path):
     assert run.returncode != 0
     assert "0 kept" in out, out
     for chain in (
-        "termal_tui.store.reader -> termal_tui.health",
+        "termal_tui.store.reader -> termal_tui.views.findings",
         "termal_tui.agents.wake -> termal_tui.tui.render",
-        "termal_tui.formats -> rich",
+        "termal_tui.core.formats -> rich",
         "termal_tui.tui.render -> termal_tui.store.writer",
         "termal_tui.views -> termal_tui.store.board.writer",
         "termal_tui.views.index -> termal_tui.agents",
@@ -117,14 +117,14 @@ def headless_modules() -> list[str]:
 
 def test_headless_core_imports_no_textual_or_rich():
     names = headless_modules()
-    assert {"termal_tui.store.writer", "termal_tui.formats", "termal_tui.demo"} <= set(names)
+    assert {"termal_tui.store.writer", "termal_tui.core.formats", "termal_tui.demo"} <= set(names)
     modules = _loaded_after("import " + ", ".join(names))
     assert not {m for m in modules if m.split(".")[0] in {"textual", "rich", "rich_argparse"}}
 
 
 def test_viewer_never_loads_the_writer():
     modules = _loaded_after(
-        "import termal_tui.tui.app, termal_tui.cli, termal_tui.cli.viewer, termal_tui.export, "
+        "import termal_tui.tui.app, termal_tui.cli, termal_tui.cli.viewer, termal_tui.views.export, "
         "termal_tui.tui.screens.health, termal_tui.tui.screens.search, "
         "termal_tui.tui.screens.board"
     )
@@ -137,7 +137,7 @@ def test_viewer_never_loads_the_writer():
 def test_the_first_screen_and_the_hooks_load_no_pydantic():
     viewer = _loaded_after(
         "import termal_tui.cli, termal_tui.cli.viewer, termal_tui.tui.app, "
-        "termal_tui.store.reader, termal_tui.health"
+        "termal_tui.store.reader, termal_tui.views.findings"
     )
     assert not {m for m in viewer if m.split(".")[0] == "pydantic"}
     mail = _loaded_after(
@@ -176,7 +176,7 @@ def test_the_agents_layer_is_headless_and_the_viewer_never_loads_it():
 
 
 def test_the_mailbox_and_board_formats_share_one_definition_of_their_text_rules():
-    from termal_tui import formats
+    from termal_tui.core import formats
     from termal_tui.store.board import formats as board
 
     assert board.rust_trim is formats.rust_trim

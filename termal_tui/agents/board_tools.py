@@ -26,8 +26,8 @@ from termal_tui.agents.catalog import READ_RESULT_BUDGET
 from termal_tui.agents.projects import Project, ProjectResolver
 from termal_tui.agents.registry import Registry, Session
 from termal_tui.agents.tools import ReplayPolicy, ToolError, replay_delay
-from termal_tui.errors import TABLE, ErrorKind
-from termal_tui.formats import U64_MAX
+from termal_tui.core.errors import TABLE, ErrorKind
+from termal_tui.core.formats import U64_MAX
 from termal_tui.store.board import (
     BoardGetResult,
     BoardHead,

@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     MAX_BODY_BYTES,
     MAX_IDEMPOTENCY_KEY_BYTES,
     MAX_METADATA_BYTES,

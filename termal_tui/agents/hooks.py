@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry, Session
-from termal_tui.models import UnreadWakeup
+from termal_tui.core.models import UnreadWakeup
 
 if TYPE_CHECKING:
     from termal_tui.store.lifecycle import LifecycleWriter

@@ -82,9 +82,9 @@ from termal_tui.agents.mcp_server import (
 from termal_tui.agents.registry import Registry, WouldWait
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, as_tool_error
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
-from termal_tui.errors import error_document, http_status_of
-from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
-from termal_tui.models import UnreadWakeup
+from termal_tui.core.errors import error_document, http_status_of
+from termal_tui.core.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
+from termal_tui.core.models import UnreadWakeup
 from termal_tui.store.board.writer import BoardWriter, open_board_writer
 from termal_tui.store.errors import RetryableError
 from termal_tui.store.writer import MailboxWriter, open_writer
@@ -417,8 +417,8 @@ class Hub:
                 401, "invalid_token", "Authentication required",
                 {"www-authenticate": 'Bearer error="invalid_token"'},
             )  # fmt: skip
-        from termal_tui.health import Thresholds, health_report
         from termal_tui.store.reader import open_reader
+        from termal_tui.views.findings import Thresholds, health_report
 
         async with open_reader(self.options.db_path) as reader:
             report = await health_report(reader, thresholds=Thresholds())

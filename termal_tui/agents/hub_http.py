@@ -29,8 +29,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from termal_tui.agents.stdio import parse_line
-from termal_tui.errors import JSONRPC_PARSE_ERROR
-from termal_tui.formats import MAX_BODY_BYTES
+from termal_tui.core.errors import JSONRPC_PARSE_ERROR
+from termal_tui.core.formats import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
     from termal_tui.agents.hub import Hub

@@ -36,9 +36,9 @@ from termal_tui.agents.tools import (
     unknown_tool_message,
 )
 from termal_tui.agents.wake import ChannelWatcher, channel_meta
-from termal_tui.errors import TABLE, ErrorKind, TermalError, error_document
-from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
-from termal_tui.models import UnreadWakeup
+from termal_tui.core.errors import TABLE, ErrorKind, TermalError, error_document
+from termal_tui.core.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
+from termal_tui.core.models import UnreadWakeup
 from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.writer import open_writer
 

@@ -8,8 +8,8 @@ JSON escaping is not enough: the agent reads the decoded text.
 
 from __future__ import annotations
 
-from termal_tui.models import UnreadWakeup
-from termal_tui.sanitize import visible_line
+from termal_tui.core.models import UnreadWakeup
+from termal_tui.core.sanitize import visible_line
 
 
 def wake_prompt(wake: UnreadWakeup) -> str:

@@ -25,16 +25,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from termal_tui.formats import format_timestamp, utc_now_ns
-from termal_tui.names import name_key, name_skeleton, validate_name
-from termal_tui.notifiers import (
-    CHANNEL_STALE_SECONDS,
-    Listener,
-    channel_holder,
-    registry_path_for,
-    this_host,
-)
-from termal_tui.sanitize import visible_line
+from termal_tui.core.formats import format_timestamp, utc_now_ns
+from termal_tui.core.names import name_key, name_skeleton, validate_name
+from termal_tui.core.sanitize import visible_line
 from termal_tui.store.errors import ConflictError, NotFoundError
 from termal_tui.store.registry import projects as store_projects
 from termal_tui.store.registry import sessions as store_sessions
@@ -53,6 +46,13 @@ from termal_tui.store.registry.schema import REGISTRY_FILE as REGISTRY_FILE
 from termal_tui.store.registry.schema import REGISTRY_VERSION as REGISTRY_VERSION
 from termal_tui.store.registry.tokens import token_hash as token_hash
 from termal_tui.store.urls import is_postgres_url, redact
+from termal_tui.views.notifiers import (
+    CHANNEL_STALE_SECONDS,
+    Listener,
+    channel_holder,
+    registry_path_for,
+    this_host,
+)
 
 if TYPE_CHECKING:
     from termal_tui.store.postgres.registry import PgRegistryDatabase

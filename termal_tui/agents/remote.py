@@ -55,7 +55,7 @@ from termal_tui.agents.mcp_server import (
 )
 from termal_tui.agents.stdio import answering_stdio
 from termal_tui.agents.tools import ACK_OUTCOME_UNKNOWN, SEND_OUTCOME_UNKNOWN, ToolError
-from termal_tui.errors import ErrorKind
+from termal_tui.core.errors import ErrorKind
 
 WAKE_HEADER = "TermAl-Wake"  # hub.WAKE_HEADER (not imported: the shim needs no uvicorn)
 LISTENER_HEADER = "TermAl-Listener"  # pid@host of this shim, shown by `session list`

@@ -38,7 +38,7 @@ import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from termal_tui.errors import JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR
+from termal_tui.core.errors import JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR
 
 PARSE_ERROR = JSONRPC_PARSE_ERROR
 INVALID_REQUEST = JSONRPC_INVALID_REQUEST

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple, TypeVar
 from termal_tui.agents.catalog import READ_RESULT_BUDGET
 from termal_tui.agents.nudge import nudge
 from termal_tui.agents.registry import Registry, Session, WouldWait
-from termal_tui.errors import HTTP_REASONS, TABLE, ErrorKind, TermalError, error_document
-from termal_tui.formats import (
+from termal_tui.core.errors import HTTP_REASONS, TABLE, ErrorKind, TermalError, error_document
+from termal_tui.core.formats import (
     CLASS_NOT_SUPPORTED,
     MAX_IDEMPOTENCY_KEY_BYTES,
     READ_LIMIT_DEFAULT,
@@ -32,7 +32,7 @@ from termal_tui.formats import (
     class_supported,
     idempotency_key_too_long,
 )
-from termal_tui.models import (
+from termal_tui.core.models import (
     DELIVERED_TO_IDLE_SESSION,
     DURABLE_BUT_NOT_WOKEN,
     QUEUED_BEHIND_ACTIVE_TURN,
@@ -80,7 +80,7 @@ GENERIC_TARGET_ERROR = (
 
 class ToolError(TermalError):
     """A tool failure. ``str()`` is what the agent sees (TermAl's wording); ``kind``
-    decides the rest through the one table in ``termal_tui/errors.py``, and
+    decides the rest through the one table in ``termal_tui/core/errors.py``, and
     :meth:`to_wire` is the machine-readable side: the code, whether a retry is safe,
     TermAl's ``detail`` where it has one, the ``state`` the agent needs next (the current
     cursor after a stale acknowledgement) and the exact ``nextCall``.

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, TypeVar
 from termal_tui.agents.nudge import nudge_address
 from termal_tui.agents.prompts import wake_prompt
 from termal_tui.agents.registry import Registry
-from termal_tui.formats import NEVER_WOKEN_PASS_CAP
-from termal_tui.models import UnreadWakeup
-from termal_tui.notifiers import Listener
-from termal_tui.sanitize import visible_line
+from termal_tui.core.formats import NEVER_WOKEN_PASS_CAP
+from termal_tui.core.models import UnreadWakeup
+from termal_tui.core.sanitize import visible_line
 from termal_tui.store.errors import StoreError
 from termal_tui.store.writer import MailboxWriter
+from termal_tui.views.notifiers import Listener
 
 if TYPE_CHECKING:
     from termal_tui.store.postgres.notify import MailSubscription

@@ -77,7 +77,7 @@ def _looks_like_a_path(word: str) -> bool:
 
 
 def _unknown_command(word: str) -> int:
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     shown = visible_line(word, 60)
     near = suggest(word)

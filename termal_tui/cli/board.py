@@ -137,7 +137,7 @@ def _compact(value: Any) -> str:
 
 async def _ls(args: argparse.Namespace, tools: BoardTools) -> int:
     from termal_tui.cli.table import print_table
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     project = await tools.project()
     generation, entries = await tools.list_all()
@@ -172,7 +172,7 @@ async def _ls(args: argparse.Namespace, tools: BoardTools) -> int:
 
 
 async def _get(args: argparse.Namespace, tools: BoardTools) -> int:
-    from termal_tui.sanitize import visible, visible_line
+    from termal_tui.core.sanitize import visible, visible_line
 
     found = await tools.get(args.board_key)
     if args.json:
@@ -198,7 +198,7 @@ async def _expected(args: argparse.Namespace, tools: BoardTools) -> int:
     """``--expect``, else the live revision, else 0 (a tombstone then answers TermAl's
     409 with its revision, which ``--expect`` restores deliberately)."""
     from termal_tui.agents.board_tools import BoardToolError
-    from termal_tui.errors import ErrorKind
+    from termal_tui.core.errors import ErrorKind
 
     if args.expect is not None:
         return int(args.expect)
@@ -230,7 +230,7 @@ def _value(args: argparse.Namespace) -> Any:
 
 async def _write(args: argparse.Namespace, tools: BoardTools, value: Any, delete: bool) -> Any:
     from termal_tui.agents.board_tools import BoardToolError
-    from termal_tui.errors import ErrorKind
+    from termal_tui.core.errors import ErrorKind
     from termal_tui.store.board import canonical_value
 
     project = await tools.project()

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 # ------------------------------------------------------------------ exit codes
-# The codes live beside the one error table (``termal_tui/errors.py``), which maps every
+# The codes live beside the one error table (``termal_tui/core/errors.py``), which maps every
 # error kind to one of them; they are re-exported here for the commands.
-from termal_tui.errors import (
+from termal_tui.core.errors import (
     EXIT_BUSY,
     EXIT_CONFLICT,
     EXIT_FAILED,
@@ -72,7 +72,7 @@ class CommandError(Exception):
 
 def fail(message: str, code: int) -> int:
     """One sentence on stderr (anything quoted from outside made visible and capped)."""
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     print(f"termal-tui: error: {visible_line(message, 500)}", file=sys.stderr)
     return code
@@ -80,7 +80,7 @@ def fail(message: str, code: int) -> int:
 
 def exit_code_for(error: BaseException) -> int:
     """The table's code for a failure of any layer: a command's own code, else its
-    kind's (``termal_tui/errors.py``); anything without a kind is a failure (7)."""
+    kind's (``termal_tui/core/errors.py``); anything without a kind is a failure (7)."""
     if isinstance(error, CommandError):
         return error.code
     return exit_code_of(error)

@@ -16,9 +16,9 @@ from termal_tui.cli.common import EXIT_OK, EXIT_STUCK, add_db, check_database, d
 from termal_tui.cli.viewer import add_threshold_flags, thresholds_from
 
 if TYPE_CHECKING:
-    from termal_tui.health import HealthReport, Thresholds
-    from termal_tui.notifiers import Listener
     from termal_tui.store.postgres.checks import ServerFacts
+    from termal_tui.views.findings import HealthReport, Thresholds
+    from termal_tui.views.notifiers import Listener
 
 
 def describe(_name: str, _line: str) -> str:
@@ -39,8 +39,8 @@ async def _report(
 ) -> tuple[HealthReport, ServerFacts | None]:
     """The health report and, on a ``postgresql://`` URL, the server's and the role's
     checks (in place of the file's: the reader opening it has checked the schema)."""
-    from termal_tui.health import health_report
     from termal_tui.store.reader import open_reader
+    from termal_tui.views.findings import health_report
 
     async with open_reader(path) as reader:
         facts = None
@@ -52,7 +52,7 @@ async def _report(
 def channel_holders(path: Path | str) -> dict[str, Listener]:
     """Each registered session's channel holder, by name (read-only; none without a
     registry)."""
-    from termal_tui.notifiers import read_notifiers
+    from termal_tui.views.notifiers import read_notifiers
 
     found = read_notifiers(path) or {}
     return {n.name: n.holder for n in found.values() if n.holder is not None}
@@ -76,7 +76,7 @@ def render_server(facts: ServerFacts, shown: str) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     console = Console()
     standby = " (a standby)" if facts.standby else ""
@@ -96,7 +96,7 @@ def render_channels(holders: dict[str, Listener]) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     console = Console()
     for name, holder in sorted(holders.items()):
@@ -110,9 +110,9 @@ def render_table(report: HealthReport) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from termal_tui.health import format_age
-    from termal_tui.sanitize import visible_line
-    from termal_tui.vocabulary import counted
+    from termal_tui.core.sanitize import visible_line
+    from termal_tui.core.vocabulary import counted
+    from termal_tui.views.findings import format_age
 
     console = Console()
     if report.healthy:

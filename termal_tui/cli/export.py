@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from termal_tui.export import open_private, write_export
+    from termal_tui.views.export import open_private, write_export
 
     if args.last is not None and args.last < args.first:
         parser.error("--to must be at least --from")

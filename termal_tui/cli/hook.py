@@ -71,8 +71,8 @@ def _problem(error: Any) -> tuple[int, str] | None:
     """(exit code, sentence) from a hub error body's ``problem`` (its error kind), or None."""
     import json
 
-    from termal_tui.errors import TABLE, ErrorKind
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.errors import TABLE, ErrorKind
+    from termal_tui.core.sanitize import visible_line
 
     try:
         problem = json.loads(error.read() or b"{}").get("problem") or {}

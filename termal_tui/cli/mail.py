@@ -17,7 +17,7 @@ from termal_tui.cli.common import EXIT_NOT_FOUND, EXIT_OK, CommandError, whole_n
 
 if TYPE_CHECKING:
     from termal_tui.agents.tools import AgentTools
-    from termal_tui.models import MailboxSummary
+    from termal_tui.core.models import MailboxSummary
 
 
 def describe(_name: str, line: str) -> str:
@@ -70,7 +70,7 @@ def derived_key(target_id: str, body: str, topic: str | None) -> str:
 
 
 async def _send(args: argparse.Namespace, tools: AgentTools) -> int:
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     body = sys.stdin.read() if args.body == "-" else args.body
     target = await tools.resolve_target(args.target.strip())
@@ -117,8 +117,8 @@ async def _summary(tools: AgentTools, reference: str) -> MailboxSummary:
     """The mailbox given by id, or the one shared with a peer named by name or id (a
     removed peer too: its history stays readable)."""
     from termal_tui.agents.tools import ToolError
-    from termal_tui.errors import ErrorKind
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.errors import ErrorKind
+    from termal_tui.core.sanitize import visible_line
 
     reference = reference.strip()
     summaries = await tools.mailboxes()

@@ -172,6 +172,6 @@ def channel_text(session: Session) -> str:
     """Who holds the session's channel (``local pid 4242 since …``), or nothing."""
     if session.channel is None or not session.channel_connected():
         return ""
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
 
     return visible_line(session.channel.describe(), 100)

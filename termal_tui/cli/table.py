@@ -80,7 +80,7 @@ def _bold(text: str) -> str:
 
 
 def render_table(headers: list[str], rows: list[list[str]], empty: str, width: int) -> str:
-    from termal_tui.sanitize import visible, visible_line
+    from termal_tui.core.sanitize import visible, visible_line
 
     if not rows:
         return empty

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Final
 from termal_tui.cli.common import EXIT_USAGE, CommandError, add_db, check_database, db_target
 
 if TYPE_CHECKING:
-    from termal_tui.health import Thresholds
-    from termal_tui.viewer_config import ViewerConfig
+    from termal_tui.views.config import ViewerConfig
+    from termal_tui.views.findings import Thresholds
 
 HELP = "open the read-only viewer"
 DEFAULT_INTERVAL: Final = 8.0
@@ -74,7 +74,7 @@ def add_threshold_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def thresholds_from(args: argparse.Namespace) -> Thresholds:
-    from termal_tui.health import Thresholds
+    from termal_tui.views.findings import Thresholds
 
     return Thresholds(
         **{field: getattr(args, field) for _flag, field, _meaning, _d in _THRESHOLD_FLAGS}
@@ -108,7 +108,7 @@ def configure(parser: argparse.ArgumentParser, _name: str) -> None:
 
 def settings_from(args: argparse.Namespace, config: ViewerConfig) -> tuple[float, Thresholds]:
     """Command-line flags over the config file over the defaults."""
-    from termal_tui.health import Thresholds
+    from termal_tui.views.findings import Thresholds
 
     interval = args.interval if args.interval is not None else config.interval
     values = {}
@@ -119,7 +119,7 @@ def settings_from(args: argparse.Namespace, config: ViewerConfig) -> tuple[float
 
 
 async def _validate(path: Path | str, mailbox: str | None, session: str | None) -> None:
-    from termal_tui.sanitize import quote
+    from termal_tui.core.sanitize import quote
     from termal_tui.store.errors import NotFoundError
     from termal_tui.store.reader import open_reader
 
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import asyncio
     import tempfile
 
-    from termal_tui.sanitize import visible_line
+    from termal_tui.core.sanitize import visible_line
     from termal_tui.store.errors import NotFoundError, RetryableError
 
     temp_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 message = f"PostgreSQL at {redact(path)} cannot be reached or is busy"
             print(f"termal-tui: {message}; the viewer will keep trying.", file=sys.stderr)
         from termal_tui.tui.app import make_app
-        from termal_tui.viewer_config import load_config
+        from termal_tui.views.config import load_config
 
         config = load_config()  # never raises: a bad file is sentences shown in the app
         interval, thresholds = settings_from(args, config)

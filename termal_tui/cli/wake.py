@@ -25,7 +25,7 @@ def _wake(path: Path | str, name: str, boot: bool, as_json: bool) -> None:
     wake is delivered only once its prompt was written to stdout."""
     from termal_tui.agents.hooks import prepare_wakes
     from termal_tui.cli.output import print_flushed
-    from termal_tui.sanitize import visible
+    from termal_tui.core.sanitize import visible
     from termal_tui.store.lifecycle import open_lifecycle_writer
 
     me = registry_for(path).resolve_own(name)

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
-from termal_tui.models import CONTROL_TOPIC
+from termal_tui.core.models import CONTROL_TOPIC
 from termal_tui.store.queries import NOT_CONTROL, as_optional_text, as_text
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import aiosqlite
 
-from termal_tui.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
+from termal_tui.core.formats import BUSY_TIMEOUT_MS, REQUEST_DEADLINE_SECONDS
 from termal_tui.store.errors import RetryableError, busy_message
 from termal_tui.store.sqlite import (  # re-exported: the store's openers import them here
     INSECURE_ENV,

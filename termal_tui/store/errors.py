@@ -1,14 +1,14 @@
 """Typed store errors mirroring TermAl's error kinds (400/409/404/503) plus schema problems.
 
-Each class names its :class:`~termal_tui.errors.ErrorKind`; the HTTP status (TermAl's),
-the MCP code and the exit code come from the one table in ``termal_tui/errors.py``.
+Each class names its :class:`~termal_tui.core.errors.ErrorKind`; the HTTP status (TermAl's),
+the MCP code and the exit code come from the one table in ``termal_tui/core/errors.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from termal_tui.errors import ErrorKind, TermalError
+from termal_tui.core.errors import ErrorKind, TermalError
 
 
 class StoreError(TermalError):

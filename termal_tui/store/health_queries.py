@@ -2,7 +2,7 @@
 (run on the reader's thread, inside one read snapshot; see ``MailboxReader.health_rows``).
 
 What a stuck hand-off is (thresholds, kinds, ranking) is decided above the store, in
-``termal_tui.health``; this module only reads, per mailbox and participant, the unread
+``termal_tui.views.findings``; this module only reads, per mailbox and participant, the unread
 range and the state its rows are in, the participants' names in TermAl's order, and how
 many mailboxes have a visible row. Nothing here changes the file.
 """
@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Collection
 from typing import Any, Final, NamedTuple
 
-from termal_tui.models import CONTROL_TOPIC
+from termal_tui.core.models import CONTROL_TOPIC
 from termal_tui.store.queries import NOT_CONTROL, as_text
 
 # Up to this many mailboxes, health is read for each by key (the index's loaded cards).

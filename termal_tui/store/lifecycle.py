@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from termal_tui.formats import BUSY_TIMEOUT_MS, NEVER_WOKEN_PASS_CAP
-from termal_tui.models import (
+from termal_tui.core.formats import BUSY_TIMEOUT_MS, NEVER_WOKEN_PASS_CAP
+from termal_tui.core.models import (
     CONTROL_TOPIC,
     DELIVERED_TO_IDLE_SESSION,
     DURABLE_BUT_NOT_WOKEN,

@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, Final
 
-from termal_tui.formats import PREVIEW_CHARS, preview
-from termal_tui.models import (
+from termal_tui.core.formats import PREVIEW_CHARS, preview
+from termal_tui.core.models import (
     CONTROL_TOPIC,
     ChangeToken,
     MailboxMessage,

@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import aiosqlite
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     BUSY_TIMEOUT_MS,
     READ_LIMIT_DEFAULT,
     check_count,
     check_position,
     clamp_read_limit,
 )
-from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
+from termal_tui.core.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store import health_queries, queries
 from termal_tui.store.activity import ActivityReads
 from termal_tui.store.connection import (  # the file states re-exported for the viewer

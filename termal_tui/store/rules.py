@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     CLASS_NOT_SUPPORTED,
     MAX_BODY_BYTES,
     MAX_METADATA_BYTES,
@@ -22,7 +22,7 @@ from termal_tui.formats import (
     rust_trim,
     utf8_len,
 )
-from termal_tui.models import CONTROL_TOPIC, DISPATCH_OUTCOMES, AppendReceipt
+from termal_tui.core.models import CONTROL_TOPIC, DISPATCH_OUTCOMES, AppendReceipt
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -31,7 +31,7 @@ from termal_tui.store.errors import (
 )
 
 if TYPE_CHECKING:
-    from termal_tui.review import ReviewResult
+    from termal_tui.core.review import ReviewResult
 
 FINALIZING_MESSAGE: Final = (
     "mailbox dispatch outcome is still finalizing; the original mailbox append is durable "
@@ -162,7 +162,7 @@ def review_request(
     validation failures are the request's 400/422."""
     # Imported here: review results are validated with pydantic, which costs every
     # other command (hooks, send) ~70 ms of start-up.
-    from termal_tui.review import (
+    from termal_tui.core.review import (
         ReviewResultJSONError,
         build_envelope,
         parse_review_result,

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from termal_tui.sanitize import quote
+from termal_tui.core.sanitize import quote
 from termal_tui.store.errors import SchemaError
 from termal_tui.store.queries import as_text
 from termal_tui.store.sqlite import display_path

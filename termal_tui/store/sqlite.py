@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
-from termal_tui.formats import BUSY_TIMEOUT_MS
-from termal_tui.sanitize import visible_line
+from termal_tui.core.formats import BUSY_TIMEOUT_MS
+from termal_tui.core.sanitize import visible_line
 from termal_tui.store.errors import (
     RetryableError,
     SchemaError,

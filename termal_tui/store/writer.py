@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     BUSY_TIMEOUT_MS,
     READ_LIMIT_DEFAULT,
     REQUEST_DEADLINE_SECONDS,
@@ -33,7 +33,7 @@ from termal_tui.formats import (
     participant_key,
     utc_now_ns,
 )
-from termal_tui.models import (
+from termal_tui.core.models import (
     DURABLE_BUT_NOT_WOKEN,
     AppendReceipt,
     MailboxMessage,
@@ -66,7 +66,7 @@ from termal_tui.store.schema import ensure_schema
 from termal_tui.store.urls import is_postgres_url, refuse_other_url
 
 if TYPE_CHECKING:
-    from termal_tui.review import ReviewResult
+    from termal_tui.core.review import ReviewResult
     from termal_tui.store.postgres.notify import MailSubscription
 
 T = TypeVar("T")

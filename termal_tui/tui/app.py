@@ -27,9 +27,9 @@ from textual.command import Provider
 from textual.content import Content
 from textual.css.query import NoMatches
 
-from termal_tui.models import MailboxSummary
-from termal_tui.presentation import summary_title
-from termal_tui.sanitize import visible_line
+from termal_tui.core.models import MailboxSummary
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import counted
 from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.cells import cap_cells
@@ -46,15 +46,15 @@ from termal_tui.tui.widgets.tabs import Panes, TabStrip
 from termal_tui.tui.widgets.title import TitleBar
 from termal_tui.views.index import IndexModel, Update
 from termal_tui.views.live import Clock, LiveSource, SystemClock
-from termal_tui.vocabulary import counted
+from termal_tui.views.presentation import summary_title
 
 if TYPE_CHECKING:
-    from termal_tui.attention import Watch
-    from termal_tui.health import Thresholds
     from termal_tui.tui.widgets.index import MailboxIndex
     from termal_tui.tui.widgets.mailbox_view import MailboxView
-    from termal_tui.viewer_config import ViewerConfig
     from termal_tui.views.activity import Jump
+    from termal_tui.views.attention import Watch
+    from termal_tui.views.config import ViewerConfig
+    from termal_tui.views.findings import Thresholds
 
 INDEX_PANE: Final = "index"  # the index's tab (its widget is #mailbox-index)
 INDEX_WIDGET: Final = "mailbox-index"
@@ -152,7 +152,7 @@ class MailboxApp(App[None]):
 
     def _start_theme(self, config: ViewerConfig) -> list[str]:
         """The remembered or configured theme; a problem as one sentence."""
-        from termal_tui.viewer_config import remembered_theme
+        from termal_tui.views.config import remembered_theme
 
         theme = remembered_theme(config.theme) or config.theme
         if not theme:
@@ -250,7 +250,7 @@ class MailboxApp(App[None]):
     def _apply_config(self, config: ViewerConfig) -> None:
         """Theme, keymap and attention from the config file; each problem one sentence
         in a notification (the defaults stay), never a traceback."""
-        from termal_tui.viewer_config import checked_keymap
+        from termal_tui.views.config import checked_keymap
 
         problems = [*config.problems, *self._theme_problems]
         # Only a theme chosen from now on is remembered (the signal for the one just
@@ -264,7 +264,7 @@ class MailboxApp(App[None]):
                 self.keymap_applied = keymap
                 self.set_keymap(keymap)
         if config.attention.enabled:
-            from termal_tui.attention import Watch
+            from termal_tui.views.attention import Watch
 
             self._watch = Watch(config.attention.watch, config.attention.every)
         if problems:  # one notification, however many: several would push off the screen
@@ -293,7 +293,7 @@ class MailboxApp(App[None]):
         return ids
 
     def _theme_chosen(self, theme: object) -> None:
-        from termal_tui.viewer_config import remember_theme
+        from termal_tui.views.config import remember_theme
 
         if self.theme == self._theme_at_start:
             return  # the config's own theme (or the last remembered), not a new choice
@@ -470,7 +470,7 @@ class MailboxApp(App[None]):
         return self.index_model.stuck_pairs() if self.index_model is not None else []
 
     def signal_changes(self, summaries: list[MailboxSummary], stuck: list[tuple[str, str]]) -> None:
-        from termal_tui.attention import signal_bytes, window_title
+        from termal_tui.views.attention import signal_bytes, window_title
 
         model = self.index_model
         more = model is not None and model.more
@@ -645,8 +645,8 @@ class MailboxApp(App[None]):
 
     @work(exclusive=True, group="jump", exit_on_error=False)
     async def _open_key(self, scope_id: str, key: str) -> None:
-        from termal_tui.board_view import project_names
         from termal_tui.tui.screens.board import BoardKeyScreen
+        from termal_tui.views.board_values import project_names
 
         try:
             found = await self.live.read_board(lambda board: board.get(scope_id, key))

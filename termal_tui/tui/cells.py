@@ -4,7 +4,7 @@ The one measure for the viewer and the command line, through ``rich.cells`` (Eas
 wide characters take two cells, combining marks and joined emoji sequences are measured
 as the terminal draws them). It lives on the viewer's side because the headless core
 imports no rich (``.importlinter``): headless code decides *what* is shown and counts
-characters (:func:`termal_tui.sanitize.cap`); the widget that draws it fits it to cells
+characters (:func:`termal_tui.core.sanitize.cap`); the widget that draws it fits it to cells
 here. Measure text after it is made visible (``sanitize.visible_line``): a control
 character measures 0 cells here, its stand-in is what is drawn.
 

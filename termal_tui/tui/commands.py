@@ -12,8 +12,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 
-from termal_tui.presentation import latest_shown, summary_title
-from termal_tui.sanitize import visible_line
+from termal_tui.core.sanitize import visible_line
+from termal_tui.views.presentation import latest_shown, summary_title
 
 if TYPE_CHECKING:
     from termal_tui.tui.app import MailboxApp

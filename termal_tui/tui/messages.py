@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, cast
 from textual.message import Message
 from textual.worker import Worker, WorkerState
 
-from termal_tui.models import MailboxSummary
+from termal_tui.core.models import MailboxSummary
 from termal_tui.store.errors import NotFoundError, StoreError
 
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
 
-    from termal_tui.health import HealthReport
-    from termal_tui.models import MailboxMessage
+    from termal_tui.core.models import MailboxMessage
+    from termal_tui.views.findings import HealthReport
     from termal_tui.views.live import LiveEvent, LiveSource, Subscription
 
 

@@ -12,9 +12,18 @@ from typing import TYPE_CHECKING, Final
 
 from textual.content import Content
 
-from termal_tui.formats import preview
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.presentation import (
+from termal_tui.core.formats import preview
+from termal_tui.core.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.core.sanitize import cap_lines, visible, visible_line
+from termal_tui.core.vocabulary import (
+    absolute_time,
+    outcome_words,
+    relative_age,
+    unread_at_append_words,
+    wake_words,
+)
+from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, pad_cells, wrap_cells
+from termal_tui.views.presentation import (
     behind_words,
     format_time,
     is_processed,
@@ -22,18 +31,9 @@ from termal_tui.presentation import (
     row_title,
     summary_title,
 )
-from termal_tui.sanitize import cap_lines, visible, visible_line
-from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, pad_cells, wrap_cells
-from termal_tui.vocabulary import (
-    absolute_time,
-    outcome_words,
-    relative_age,
-    unread_at_append_words,
-    wake_words,
-)
 
 if TYPE_CHECKING:
-    from termal_tui.review import ReviewEnvelope
+    from termal_tui.core.review import ReviewEnvelope
     from termal_tui.views.thread import Gap
 
 EXPANDED_BODY_LINES: Final = 40
@@ -67,7 +67,7 @@ def card(
     """A compact two-line notification card for the mailbox index, in ``width`` cells
     (``problem``: a short word from the health check, shown as a marker and leading the
     second line; ``now``: ages are relative to it; ``age``: the age text already worked
-    out, see :class:`~termal_tui.vocabulary.Ages`). The badge says who is behind
+    out, see :class:`~termal_tui.core.vocabulary.Ages`). The badge says who is behind
     (``● backend 22 · planner 10 unread``). Two lines at every width, neither wider than
     ``width`` cells (wide characters count two): on the first the short id gives way
     first, then who is behind (the total stays), then the age (whole: never ``335 d``
@@ -228,7 +228,7 @@ def review_envelope(message: MailboxMessage) -> ReviewEnvelope | None:
     """The structured review result a control row carries, or None if it does not parse."""
     if not message.is_control:
         return None
-    from termal_tui.review import parse_envelope  # only control rows need it
+    from termal_tui.core.review import parse_envelope  # only control rows need it
 
     try:
         return parse_envelope(message.body)

@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Final, Literal, NamedTuple
 
-from termal_tui.formats import parse_timestamp, preview
-from termal_tui.sanitize import visible_line
+from termal_tui.core.formats import parse_timestamp, preview
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import wake_words
 from termal_tui.store.activity import BoardRow, MessageRow, ParticipantRow
-from termal_tui.vocabulary import wake_words
 
 Kind = Literal["message", "cursor", "wake", "board", "joined", "left"]
 KINDS: Final[tuple[Kind, ...]] = ("message", "cursor", "wake", "board", "joined", "left")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from termal_tui.board_view import age_text, scope_title
-from termal_tui.sanitize import cap, visible_line
-from termal_tui.vocabulary import counted
+from termal_tui.core.sanitize import cap, visible_line
+from termal_tui.core.vocabulary import counted
+from termal_tui.views.board_values import age_text, scope_title
 
 if TYPE_CHECKING:
     from termal_tui.store.board.reader import BoardReader

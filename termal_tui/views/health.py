@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Final, NamedTuple
 
-from termal_tui.health import Finding, HealthReport, Thresholds, format_age
-from termal_tui.notifiers import Listener, Notifier
-from termal_tui.sanitize import visible_line
-from termal_tui.vocabulary import counted
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import counted
+from termal_tui.views.findings import Finding, HealthReport, Thresholds, format_age
+from termal_tui.views.notifiers import Listener, Notifier
 
 MAX_SHOWN: Final = 500  # findings listed (ranked); a line says how many more there are
 SLOW_FACTOR: Final = 20.0  # after a pass of t seconds, the next waits at least 20 t…

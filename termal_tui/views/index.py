@@ -22,15 +22,15 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from termal_tui.models import MailboxSummary
-from termal_tui.sanitize import visible_line
+from termal_tui.core.models import MailboxSummary
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import FINDING_WORDS, counted
 from termal_tui.store.errors import StoreError
 from termal_tui.views.live import LiveEvent, LiveSource, Superseded
-from termal_tui.vocabulary import FINDING_WORDS, counted
 
 if TYPE_CHECKING:
-    from termal_tui.health import Thresholds
     from termal_tui.store.health_queries import HealthRows
+    from termal_tui.views.findings import Thresholds
     from termal_tui.views.live import Handle
 
 HEALTH_EVERY_SECONDS: Final = 30.0
@@ -429,7 +429,7 @@ class IndexModel:
             # after it, so a new file's markers come with its cards, not a pass later.
             self._markers_again = True
             return
-        from termal_tui.health import health_report
+        from termal_tui.views.findings import health_report
 
         self._marking = True
         self._markers_again = False

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Final, NamedTuple
 
-from termal_tui.formats import parse_timestamp
+from termal_tui.core.formats import parse_timestamp
 from termal_tui.store.activity import ParticipantRow, SessionLoad
 
 SPARK_HOURS: Final = 12

@@ -13,8 +13,8 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.presentation import lagging_participants, latest_shown
+from termal_tui.core.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.views.presentation import lagging_participants, latest_shown
 
 
 @dataclass(frozen=True)

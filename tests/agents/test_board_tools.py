@@ -37,7 +37,7 @@ from termal_tui.agents.projects import (
 )
 from termal_tui.agents.registry import REGISTRY_VERSION, Registry
 from termal_tui.agents.tools import TOOL_NAMES, replay_delay
-from termal_tui.errors import ErrorKind
+from termal_tui.core.errors import ErrorKind
 from termal_tui.store.board import BoardSetReceipt
 from termal_tui.store.board.writer import open_board_writer
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError

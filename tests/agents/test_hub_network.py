@@ -17,7 +17,7 @@ import httpx2
 import pytest
 
 from termal_tui.agents.registry import Registry
-from termal_tui.errors import JSONRPC_INVALID_REQUEST as INVALID_REQUEST
+from termal_tui.core.errors import JSONRPC_INVALID_REQUEST as INVALID_REQUEST
 from tests.agents.test_e2e import EXE
 from tests.agents.test_hub import HEADERS, INITIALIZE, hub, raw_session
 from tests.agents.test_stdio import GARBAGE

@@ -22,7 +22,7 @@ from termal_tui.agents.hub_http import RegistryBusy
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, ToolError, WakeTiming
 from termal_tui.agents.wake import ChannelWatcher
-from termal_tui.models import DELIVERED_TO_IDLE_SESSION, UnreadWakeup
+from termal_tui.core.models import DELIVERED_TO_IDLE_SESSION, UnreadWakeup
 from termal_tui.store.postgres import writer as pg_writer
 from termal_tui.store.postgres.writer import PgMailboxWriter
 from termal_tui.store.writer import MailboxWriter, open_writer

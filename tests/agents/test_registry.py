@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from termal_tui.agents.registry import Registry, WouldWait
-from termal_tui.notifiers import REGISTRY_FILENAME, registry_path_for
 from termal_tui.store.errors import (
     ConflictError,
     NotFoundError,
@@ -23,6 +22,7 @@ from termal_tui.store.errors import (
     ValidationError,
 )
 from termal_tui.store.registry.database import RegistryDatabase
+from termal_tui.views.notifiers import REGISTRY_FILENAME, registry_path_for
 from tests.helpers import ENGINES, execute, is_url, sqlite_only
 
 

@@ -19,7 +19,7 @@ from termal_tui.agents.tools import (
     replay_delay,
 )
 from termal_tui.agents.wake import ChannelWatcher
-from termal_tui.errors import ErrorKind
+from termal_tui.core.errors import ErrorKind
 from termal_tui.store.errors import CommitOutcomeUnknownError, RetryableError, StorageError
 from termal_tui.store.writer import open_writer
 from tests.agents.conftest import Peers, send

@@ -13,7 +13,7 @@ import pytest
 from termal_tui.agents.board_tools import BOARD_TOOL_NAMES
 from termal_tui.agents.catalog import READ_RESULT_BUDGET, termal_tools, tool_catalog
 from termal_tui.agents.tools import TOOL_NAMES
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     MAX_BODY_BYTES,
     MAX_IDEMPOTENCY_KEY_BYTES,
     MAX_METADATA_BYTES,

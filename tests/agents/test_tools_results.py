@@ -14,8 +14,8 @@ from termal_tui.agents.board_tools import fit_page
 from termal_tui.agents.catalog import READ_RESULT_BUDGET, tool_catalog
 from termal_tui.agents.mcp_server import error_result
 from termal_tui.agents.tools import AgentTools, ReplayPolicy, ToolError
-from termal_tui.errors import ErrorKind
-from termal_tui.formats import MAX_BODY_BYTES
+from termal_tui.core.errors import ErrorKind
+from termal_tui.core.formats import MAX_BODY_BYTES
 from termal_tui.store.errors import RetryableError
 from tests.agents.conftest import Peers
 from tests.agents.conftest import send as _send

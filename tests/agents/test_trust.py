@@ -15,7 +15,7 @@ import pytest
 
 from termal_tui.cli import main
 from termal_tui.cli.common import EXIT_INVALID, EXIT_OK
-from termal_tui.notifiers import REGISTRY_FILENAME
+from termal_tui.views.notifiers import REGISTRY_FILENAME
 
 
 def _snapshot(path: Path) -> tuple[str, int, set[str]]:
@@ -207,7 +207,7 @@ def test_a_name_that_reads_like_a_registered_one_is_refused(tmp_path):
 
 
 def _raw_characters(text: str) -> set[str]:
-    from termal_tui.sanitize import is_invisible
+    from termal_tui.core.sanitize import is_invisible
 
     return {ch for ch in text if is_invisible(ch) and ch not in "\n"}
 

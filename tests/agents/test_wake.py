@@ -16,8 +16,8 @@ import pytest
 from termal_tui.agents.registry import Registry
 from termal_tui.agents.tools import AgentTools, WakeTiming
 from termal_tui.agents.wake import ChannelWatcher, channel_meta, wake_pass
-from termal_tui.formats import NEVER_WOKEN_PASS_CAP
-from termal_tui.models import UnreadWakeup
+from termal_tui.core.formats import NEVER_WOKEN_PASS_CAP
+from termal_tui.core.models import UnreadWakeup
 from termal_tui.store.writer import MailboxWriter, open_writer
 from tests.helpers import DrivenClock, rows
 

@@ -12,14 +12,14 @@ import pytest
 from termal_tui.agents.registry import REGISTRY_VERSION, Registry
 from termal_tui.agents.tools import AgentTools
 from termal_tui.agents.wake import ChannelWatcher
-from termal_tui.models import UnreadWakeup
-from termal_tui.notifiers import (
+from termal_tui.core.models import UnreadWakeup
+from termal_tui.store.writer import MailboxWriter, open_writer
+from termal_tui.views.notifiers import (
     CHANNEL_STALE_SECONDS,
     read_notifiers,
     registry_path_for,
     this_host,
 )
-from termal_tui.store.writer import MailboxWriter, open_writer
 from tests.helpers import ENGINES, DrivenClock, execute, rows, sqlite_only
 
 DEAD_PID = 2**22 + 12345

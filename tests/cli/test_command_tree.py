@@ -14,7 +14,7 @@ import pytest
 from termal_tui.cli import COMMANDS, main
 from termal_tui.cli.common import EXIT_INVALID, EXIT_NOT_FOUND, EXIT_USAGE
 from termal_tui.cli.viewer import _THRESHOLD_FLAGS
-from termal_tui.health import Thresholds
+from termal_tui.views.findings import Thresholds
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from termal_tui.export import write_export
-from termal_tui.models import MailboxMessage
+from termal_tui.core.models import MailboxMessage
 from termal_tui.store import open_reader
+from termal_tui.views.export import write_export
 from tests.helpers import send
 
 
@@ -129,7 +129,7 @@ async def test_a_tab_copies_the_body_and_exports_what_is_loaded(tmp_path, monkey
 
 
 def test_exports_are_private_whatever_the_umask_and_links_are_not_followed(tmp_path):
-    from termal_tui.export import open_private
+    from termal_tui.views.export import open_private
 
     old = os.umask(0o022)
     try:

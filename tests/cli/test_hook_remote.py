@@ -7,7 +7,7 @@ import json
 import urllib.error
 
 from termal_tui.cli.hook import _problem
-from termal_tui.errors import TABLE, ErrorKind
+from termal_tui.core.errors import TABLE, ErrorKind
 
 
 def refusal(code: int, body: bytes) -> urllib.error.HTTPError:

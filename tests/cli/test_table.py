@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from termal_tui.cli.table import cell_width, cut, fold, render_table
-from termal_tui.formats import new_uuid
+from termal_tui.core.formats import new_uuid
 
 HEADERS = ["with", "unread", "preview", "mailbox"]
 ID = "mailbox-00000000-0000-4000-8000-000000000001"

@@ -18,7 +18,7 @@ from termal_tui.cli.common import (
     exit_code_for,
     guarded,
 )
-from termal_tui.errors import TABLE, ErrorKind, error_document, exit_code_of, kind_of
+from termal_tui.core.errors import TABLE, ErrorKind, error_document, exit_code_of, kind_of
 from termal_tui.store.errors import (
     CommitOutcomeUnknownError,
     ConflictError,
@@ -149,7 +149,7 @@ def test_the_errors_module_is_pure():
     import ast
     from pathlib import Path
 
-    import termal_tui.errors as module
+    import termal_tui.core.errors as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     imported = {
@@ -164,7 +164,7 @@ def test_the_errors_module_is_pure():
 def test_the_docs_error_table_is_the_table():
     from pathlib import Path
 
-    from termal_tui.errors import TABLE
+    from termal_tui.core.errors import TABLE
 
     text = (Path(__file__).resolve().parents[2] / "docs/agents/errors.md").read_text()
     documented = {}

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     clamp_read_limit,
     format_timestamp,
     parse_timestamp,
     participant_key,
     preview,
 )
-from termal_tui.models import AppendReceipt, MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.core.models import AppendReceipt, MailboxMessage, MailboxParticipant, MailboxSummary
 
 
 @pytest.mark.parametrize(

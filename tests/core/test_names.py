@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from termal_tui.agents.registry import Registry
-from termal_tui.names import name_key, name_skeleton, same_name, validate_name
-from termal_tui.sanitize import contains_terminal_escape
+from termal_tui.core.names import name_key, name_skeleton, same_name, validate_name
+from termal_tui.core.sanitize import contains_terminal_escape
 from termal_tui.store.errors import ConflictError, NotFoundError, ValidationError
 from tests.helpers import ENGINES, sqlite_only
 
@@ -120,7 +120,7 @@ def test_validate_name_still_refuses_what_it_refused():
 
 def test_the_registry_module_re_exports_the_rules():
     import termal_tui.agents.registry as registry
-    import termal_tui.names as names
+    import termal_tui.core.names as names
 
     assert registry.name_key is names.name_key
     assert registry.validate_name is names.validate_name
@@ -188,9 +188,9 @@ def test_a_removed_look_alike_frees_the_name(registry: Registry):
 
 def test_the_hook_path_never_loads_the_confusables_table():
     code = (
-        "import sys; from termal_tui.names import name_key, validate_name; "
+        "import sys; from termal_tui.core.names import name_key, validate_name; "
         "name_key(validate_name('planner')); name_key('Planner-2'); "
-        "print('termal_tui._confusables' in sys.modules)"
+        "print('termal_tui.core._confusables' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -200,7 +200,7 @@ def test_the_hook_path_never_loads_the_confusables_table():
 
 
 def test_the_generated_table_keeps_ascii_out_of_the_key():
-    from termal_tui import _confusables
+    from termal_tui.core import _confusables
 
     assert _confusables.__doc__ and "confusables.txt 17.0.0" in _confusables.__doc__
     assert all(code >= 0x80 for code in _confusables.KEY)  # an ASCII name's key: lower case

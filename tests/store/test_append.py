@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from termal_tui.formats import MAX_BODY_BYTES
+from termal_tui.core.formats import MAX_BODY_BYTES
 from termal_tui.store import ConflictError, ValidationError
 from tests.helpers import cursors, rows, send
 

@@ -142,7 +142,7 @@ async def test_wakeups_exclude_control_topic(writer):
 
 async def test_wakeup_prompt_text_matches_termal():
     from termal_tui.agents.prompts import wake_prompt
-    from termal_tui.models import UnreadWakeup
+    from termal_tui.core.models import UnreadWakeup
 
     wake = UnreadWakeup(
         mailbox_id="mailbox-1",

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from termal_tui.review import parse_envelope
+from termal_tui.core.review import parse_envelope
 from termal_tui.store import ConflictError, SchemaError, ValidationError, open_reader, open_writer
 from tests.helpers import execute, rows, send, sqlite_only
 

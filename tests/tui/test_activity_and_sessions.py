@@ -196,7 +196,7 @@ def test_a_first_run_waits_only_where_a_file_can_appear(tmp_path: Path):
 async def test_activity_names_each_mailbox_as_its_tab_and_card_do(demo: Path) -> None:
     """The activity view said ``backend ⇄ planner`` (names sorted) for the mailbox its
     tab and card call ``planner ⇄ backend`` (TermAl's participant order)."""
-    from termal_tui.presentation import summary_title
+    from termal_tui.views.presentation import summary_title
     from tests.viewer_support import app_for
 
     app = app_for(demo)

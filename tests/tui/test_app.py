@@ -421,8 +421,8 @@ def test_cli_bad_input_gets_one_sentence_and_a_non_zero_exit(tmp_path, demo_db):
 
 
 LAZY = (
-    "termal_tui.health",
-    "termal_tui.export",
+    "termal_tui.views.findings",
+    "termal_tui.views.export",
     "termal_tui.views.thread",
     "termal_tui.tui.commands",
     "termal_tui.tui.widgets.mailbox_view",

@@ -20,19 +20,19 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
-from termal_tui.board_view import (
-    cut_value,
-    json_string,
-    pretty_json,
-    project_names,
-    value_text,
-)
 from termal_tui.store.board import open_board_writer
 from termal_tui.store.board.reader import BoardReader
 from termal_tui.store.board.records import BoardHead
 from termal_tui.store.writer import open_writer
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.screens.board import BoardKeyScreen, BoardScreen
+from termal_tui.views.board_values import (
+    cut_value,
+    json_string,
+    pretty_json,
+    project_names,
+    value_text,
+)
 from tests.helpers import StepClock
 from tests.live_host import Host
 from tests.viewer_support import FIXED_NOW, advance, app_for, screen_text, settle, wait_for

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, OptionList, Static
 
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.presentation import behind_words
+from termal_tui.core.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.core.vocabulary import Ages
 from termal_tui.store.reader import open_reader
 from termal_tui.tui.app import MailboxApp, make_app
 from termal_tui.tui.cells import cells
@@ -22,7 +22,7 @@ from termal_tui.tui.widgets.index import MailboxIndex
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.views.index import FILTER_PAUSE, PAGE_CARDS
 from termal_tui.views.live import ManualClock
-from termal_tui.vocabulary import Ages
+from termal_tui.views.presentation import behind_words
 from tests.viewer_support import (
     FIXED_NOW,
     advance,
@@ -164,8 +164,8 @@ async def test_the_human_index_counts_unread_per_participant(demo):
 async def test_a_session_s_view_marks_only_its_own_stuck_rows(demo):
     """A session's view counts the session's own unread rows; its ⚠ markers are its own
     too (a card showed the other side's "woken, not processed")."""
-    from termal_tui.health import Thresholds, health_report
-    from termal_tui.vocabulary import FINDING_WORDS
+    from termal_tui.core.vocabulary import FINDING_WORDS
+    from termal_tui.views.findings import Thresholds, health_report
 
     async with open_reader(demo) as reader:
         report = await health_report(reader, now=FIXED_NOW, thresholds=Thresholds())
@@ -477,7 +477,7 @@ async def test_the_health_view_lists_the_worst_and_says_how_many_more(tmp_path):
 async def test_title_and_attention_follow_every_mailbox_while_a_tab_is_shown(demo, xdg):
     from textual import events
 
-    from termal_tui.viewer_config import load_config
+    from termal_tui.views.config import load_config
 
     config = xdg / "xdg_config_home" / "termal-tui" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -797,7 +797,7 @@ async def test_export_names_its_file_from_the_id_safely_and_follows_no_link(demo
     directory, and a link planted at the export's name is not followed."""
     import sqlite3
 
-    from termal_tui.viewer_config import load_config
+    from termal_tui.views.config import load_config
 
     path = demo
     db = sqlite3.connect(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from termal_tui.sanitize import cap, visible_line
+from termal_tui.core.sanitize import cap, visible_line
 from termal_tui.tui.cells import cap_cells, cells, pad_cells
 
 

@@ -12,23 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.attention import Watch, desktop_notification, signal_bytes, window_title
 from termal_tui.cli.viewer import configure, settings_from
-from termal_tui.viewer_config import (
-    checked_keymap,
-    config_path,
-    default_export_dir,
-    load_config,
-    remember_theme,
-    remembered_theme,
-)
-from termal_tui.vocabulary import (
+from termal_tui.core.vocabulary import (
     FINDING_WORDS,
     absolute_time,
     age_words,
     outcome_words,
     relative_age,
     wake_words,
+)
+from termal_tui.views.attention import Watch, desktop_notification, signal_bytes, window_title
+from termal_tui.views.config import (
+    checked_keymap,
+    config_path,
+    default_export_dir,
+    load_config,
+    remember_theme,
+    remembered_theme,
 )
 
 EVERY_KEY = """\
@@ -161,7 +161,7 @@ def test_xdg_variables_are_used_only_when_absolute(xdg_home, monkeypatch, tmp_pa
 
 def test_without_a_config_file_the_schema_library_is_never_imported(tmp_path):
     code = (
-        "import sys; from termal_tui.viewer_config import load_config; "
+        "import sys; from termal_tui.views.config import load_config; "
         "config = load_config(); print(config.problems, 'msgspec' in sys.modules)"
     )
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "none")}

@@ -410,7 +410,7 @@ async def test_80x24_fits_the_index_and_a_tab_header(demo):
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         text = screen_text(app)
-        from termal_tui.presentation import summary_title
+        from termal_tui.views.presentation import summary_title
 
         shown = sum(1 for s in app.summaries if summary_title(s) in text)
         assert shown >= 5

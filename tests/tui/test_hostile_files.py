@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList
 
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.presentation import format_time
-from termal_tui.sanitize import contains_terminal_escape, visible, visible_line
+from termal_tui.core.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.core.sanitize import contains_terminal_escape, visible, visible_line
 from termal_tui.store import open_reader, open_writer
 from termal_tui.store import reader as reader_module
 from termal_tui.store.errors import RetryableError, SchemaError
@@ -27,6 +26,7 @@ from termal_tui.tui import app as app_module
 from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.render import card, message_row, participants_bar
 from termal_tui.tui.screens.body import BodyScreen
+from termal_tui.views.presentation import format_time
 from tests.helpers import StepClock, counter_ids, execute, send
 from tests.viewer_support import app_for, screen_text, settle, wait_for
 

@@ -23,9 +23,7 @@ import pytest
 from textual.content import Content
 from textual.widgets import OptionList
 
-from termal_tui.board_view import PREVIEW_LINES
-from termal_tui.health import format_age
-from termal_tui.models import MailboxMessage, MailboxSummary
+from termal_tui.core.models import MailboxMessage, MailboxSummary
 from termal_tui.tui.cells import cells
 from termal_tui.tui.render import card, divider_line, gap_row, message_row
 from termal_tui.tui.screens.activity import ActivityScreen, EventList, event_line
@@ -33,6 +31,8 @@ from termal_tui.tui.screens.board import BoardScreen, KeyList, ScopeList, key_ro
 from termal_tui.tui.screens.health import HealthScreen, finding_row
 from termal_tui.tui.screens.sessions import SessionList, SessionsScreen, session_line
 from termal_tui.tui.widgets.mailbox_view import MailboxView, hidden_marker
+from termal_tui.views.board_values import PREVIEW_LINES
+from termal_tui.views.findings import format_age
 from termal_tui.views.thread import Gap
 from tests.viewer_support import (
     FIXED_NOW,

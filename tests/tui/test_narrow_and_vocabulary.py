@@ -20,7 +20,7 @@ from termal_tui.tui.screens.help import HelpScreen
 from termal_tui.tui.screens.search import SearchScreen
 from termal_tui.tui.widgets.mailbox_view import MailboxView, clipboard_note
 from termal_tui.tui.widgets.tabs import TabStrip
-from termal_tui.viewer_config import load_config
+from termal_tui.views.config import load_config
 from termal_tui.views.thread import StartMarker
 from tests.viewer_support import (
     advance,
@@ -127,7 +127,7 @@ async def test_rows_say_how_long_ago_and_the_expanded_row_the_time_with_its_zone
 def test_cards_say_how_long_ago_and_keep_the_short_id_on_their_first_line():
     from datetime import UTC, datetime
 
-    from termal_tui.models import MailboxParticipant, MailboxSummary
+    from termal_tui.core.models import MailboxParticipant, MailboxSummary
 
     names = ["a-very-long-participant-name-for-the-backend", "another-long-name-planner"]
     summary = MailboxSummary(
@@ -187,7 +187,7 @@ async def test_help_explains_every_state_and_marker_in_the_same_words(demo):
 def test_a_row_s_second_line_says_when_more_of_the_body_is_cut():
     """At 60 columns a row showed its first sentence and nothing after it, with no sign
     the body goes on; at every width the line fits and ends with … when text is cut."""
-    from termal_tui.models import MailboxMessage, MailboxSummary
+    from termal_tui.core.models import MailboxMessage, MailboxSummary
     from termal_tui.tui.render import message_row
 
     message = MailboxMessage(

@@ -211,7 +211,7 @@ async def stuck_rows(path: Path, count: int, hours_old: float = 5.0, tag: str = 
 
 
 async def test_the_health_view_counts_each_unread_row_once(tmp_path):
-    from termal_tui.health import health_report
+    from termal_tui.views.findings import health_report
     from tests.viewer_support import FIXED_NOW
 
     path = tmp_path / "coordination.sqlite"
@@ -261,8 +261,8 @@ async def test_the_health_view_is_live_with_its_time_and_state_and_no_tab_keys(t
 
 
 def test_every_finding_kind_has_a_label_in_the_health_view():
-    from termal_tui.health import SEVERITY
     from termal_tui.tui.screens.health import KIND_LABELS
+    from termal_tui.views.findings import SEVERITY
 
     assert set(KIND_LABELS) == set(SEVERITY)  # "no-notifier" included
 
@@ -369,8 +369,8 @@ async def test_a_departed_session_s_view_says_why_it_lists_nothing(tmp_path):
 async def test_a_recovered_wake_hours_old_is_woken_and_not_processed(tmp_path):
     from datetime import timedelta
 
-    from termal_tui.formats import parse_timestamp
-    from termal_tui.health import health_report
+    from termal_tui.core.formats import parse_timestamp
+    from termal_tui.views.findings import health_report
 
     path = termal_basic(tmp_path)
     async with open_reader(path) as reader:

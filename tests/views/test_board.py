@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from termal_tui.board_view import project_names
 from termal_tui.store.board import open_board_writer
 from termal_tui.store.board.reader import BoardReader, open_board_reader
 from termal_tui.views.board import KEY_GONE, BoardKeyView, BoardView
+from termal_tui.views.board_values import project_names
 from tests.tui.test_board_screens import P1, P2, P3, build_board, put
 from tests.viewer_support import FIXED_NOW
 
@@ -276,8 +276,8 @@ def test_the_board_and_health_views_hold_no_sql():
         r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE)\b[^\n]*\b(FROM|INTO|SET|TABLE|\w+_\w+)\b"
     )
     for relative in (
-        "health.py",
-        "board_view.py",
+        "views/findings.py",
+        "views/board_values.py",
         "views/board.py",
         "views/health.py",
         "tui/screens/board.py",

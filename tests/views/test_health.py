@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from termal_tui.health import Finding, HealthReport
+from termal_tui.views.findings import Finding, HealthReport
 from termal_tui.views.health import CHECKING, MAX_SHOWN, HealthView, identity
 
 NOON = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -206,7 +206,7 @@ def test_nothing_stuck_says_the_short_form_when_the_long_one_would_wrap():
 
 
 def _listener(session: str, kind: str = "local", since: float = 0.0, **more: object):
-    from termal_tui.notifiers import Listener
+    from termal_tui.views.notifiers import Listener
 
     at = since or NOON.timestamp() - 3540  # 11:01 UTC
     fields = {"pid": 4242, "host": "devbox", "peer": None} | more
@@ -216,7 +216,7 @@ def _listener(session: str, kind: str = "local", since: float = 0.0, **more: obj
 
 
 def _notifiers():
-    from termal_tui.notifiers import Notifier
+    from termal_tui.views.notifiers import Notifier
 
     return {
         "s1": Notifier("s1", "planner", True, None, _listener("s1")),
@@ -267,7 +267,7 @@ def test_without_a_session_registry_there_is_no_channels_section():
 
 
 def test_the_channels_section_wraps_between_sessions_and_says_how_many_more():
-    from termal_tui.notifiers import Notifier
+    from termal_tui.views.notifiers import Notifier
 
     clock = Driven()
     view = HealthView(clock=clock.wall, monotonic=clock.mono)

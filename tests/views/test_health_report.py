@@ -8,8 +8,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from termal_tui.health import Thresholds, health_report
 from termal_tui.store import open_reader
+from termal_tui.views.findings import Thresholds, health_report
 from tests.helpers import T0, send
 from tests.live_host import Host
 
@@ -204,7 +204,7 @@ async def test_index_cards_are_drawn_before_the_health_markers(tmp_path, monkeyp
     """Without --mailbox the cards come first; the (slower) health pass adds markers."""
     import asyncio
 
-    from termal_tui import health
+    from termal_tui.views import findings as health
     from tests.viewer_support import app_for, demo_copy, settle, wait_for
 
     path = await asyncio.to_thread(demo_copy, tmp_path / "demo")
@@ -408,8 +408,8 @@ def test_health_rows_with_wide_names_stay_two_lines_at_every_width():
     out by cell width now, at any width from 30 to 200 cells."""
     from rich.cells import cell_len
 
-    from termal_tui.health import Finding
     from termal_tui.tui.screens.health import finding_row
+    from termal_tui.views.findings import Finding
 
     names = (
         "計画担当エージェント ⇄ レビュー担当エージェント",
@@ -440,7 +440,7 @@ async def test_the_health_screen_says_who_holds_each_channel_and_follows_it(tmp_
     import os
 
     from termal_tui.agents.registry import Registry
-    from termal_tui.notifiers import registry_path_for
+    from termal_tui.views.notifiers import registry_path_for
     from tests.viewer_support import FIXED_NOW
 
     path = tmp_path / "coordination.sqlite"

@@ -209,7 +209,7 @@ async def test_markers_of_a_replaced_file_come_with_its_cards(tmp_path, monkeypa
     for meanwhile runs as soon as the old one ends, with no clock advanced."""
     import asyncio
 
-    import termal_tui.health as health
+    import termal_tui.views.findings as health
 
     path = await many_mailboxes(tmp_path / "coordination.sqlite", 4)
     other = await many_mailboxes(tmp_path / "other" / "coordination.sqlite", 3)
@@ -281,9 +281,9 @@ async def test_an_unchanged_file_is_not_read_again_for_markers_but_ages_move_on(
     1,000,000-message file: ~0.7 s of CPU every 30 s, idle). Now a pass over an
     unchanged file re-reads nothing, yet a row that grows old enough while nobody
     writes still gets its marker; a commit makes the next pass read."""
-    from termal_tui.health import Thresholds, health_report
+    from termal_tui.core.vocabulary import FINDING_WORDS
     from termal_tui.store.reader import open_reader
-    from termal_tui.vocabulary import FINDING_WORDS
+    from termal_tui.views.findings import Thresholds, health_report
 
     async with open_reader(demo) as reader:
         report = await health_report(reader, now=FIXED_NOW)

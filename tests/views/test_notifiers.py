@@ -13,9 +13,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from termal_tui.agents.registry import Registry
-from termal_tui.health import Thresholds, health_report, utc_now
-from termal_tui.notifiers import read_notifiers, registry_path_for
 from termal_tui.store import open_reader, open_writer
+from termal_tui.views.findings import Thresholds, health_report, utc_now
+from termal_tui.views.notifiers import read_notifiers, registry_path_for
 
 
 async def _mail_for_bob(db: Path) -> tuple[Registry, str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.presentation import first_sentence, row_title
+from termal_tui.core.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.views.presentation import first_sentence, row_title
 from termal_tui.views.thread import Gap, StartMarker, ThreadModel, item_key
 
 

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 # Rust's str::trim, UTF-8 lengths, the clock and its type: shared with the mailboxes.
-from termal_tui.formats import Clock as Clock
-from termal_tui.formats import rust_trim, utc_now_ns, utf8_len
+from termal_tui.core.formats import Clock as Clock
+from termal_tui.core.formats import rust_trim, utc_now_ns, utf8_len
 from termal_tui.store.errors import StoreError, ValidationError
 
 MAX_KEY_BYTES: Final = 128
@@ -157,7 +157,7 @@ def check_u64(label: str, value: object, error: type[ValidationError] = Validati
 # ------------------------------------------------------------------ timestamps
 
 
-now_ns: Final = utc_now_ns  # the mailboxes' clock: one definition in termal_tui.formats
+now_ns: Final = utc_now_ns  # the mailboxes' clock: one definition in termal_tui.core.formats
 
 
 def format_board_timestamp(value: datetime | int) -> str:

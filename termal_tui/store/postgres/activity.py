@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import psycopg
 
-from termal_tui.models import CONTROL_TOPIC
+from termal_tui.core.models import CONTROL_TOPIC
 from termal_tui.store.activity import (
     PREVIEW_BYTES,
     TRAFFIC_SCAN_CAP,

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 import psycopg
 
-from termal_tui.models import CONTROL_TOPIC
+from termal_tui.core.models import CONTROL_TOPIC
 from termal_tui.store.health_queries import IDS_BY_KEY, HealthRows, UnreadRange
 from termal_tui.store.postgres.connection import every, one
 from termal_tui.store.postgres.queries import NOT_CONTROL

@@ -9,8 +9,8 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 
-from termal_tui.formats import REQUEST_DEADLINE_SECONDS
-from termal_tui.models import UnreadWakeup
+from termal_tui.core.formats import REQUEST_DEADLINE_SECONDS
+from termal_tui.core.models import UnreadWakeup
 from termal_tui.store.postgres.writer import PgMailboxWriter, open_pg_writer
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import psycopg
 
-from termal_tui.models import CONTROL_TOPIC, ChangeToken, MailboxMessage, MailboxSummary
+from termal_tui.core.models import CONTROL_TOPIC, ChangeToken, MailboxMessage, MailboxSummary
 from termal_tui.store import rules
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.postgres.connection import every, one

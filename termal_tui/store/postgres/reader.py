@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import psycopg
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     READ_LIMIT_DEFAULT,
     REQUEST_DEADLINE_SECONDS,
     check_count,
     check_position,
     clamp_read_limit,
 )
-from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
+from termal_tui.core.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage, trusted
 from termal_tui.store.activity import ActivitySnapshot, MessageRow, ParticipantRow, SessionLoad
 from termal_tui.store.errors import NotFoundError, StorageError
 from termal_tui.store.health_queries import HealthRows

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 import psycopg
 import psycopg.errors
 
-from termal_tui.formats import (
+from termal_tui.core.formats import (
     NEVER_WOKEN_PASS_CAP,
     READ_LIMIT_DEFAULT,
     REQUEST_DEADLINE_SECONDS,
@@ -45,7 +45,7 @@ from termal_tui.formats import (
     participant_key,
     utc_now_ns,
 )
-from termal_tui.models import (
+from termal_tui.core.models import (
     CONTROL_TOPIC,
     DELIVERED_TO_IDLE_SESSION,
     DURABLE_BUT_NOT_WOKEN,
@@ -82,7 +82,7 @@ from termal_tui.store.postgres.schema import ensure_schema
 from termal_tui.store.urls import redact
 
 if TYPE_CHECKING:
-    from termal_tui.review import ReviewResult
+    from termal_tui.core.review import ReviewResult
 
 Conn = psycopg.AsyncConnection[Any]
 

@@ -122,7 +122,7 @@ def rekey_names(db: sqlite3.Connection) -> int:
     names now read alike, the older keeps the key; the newer gets one no lookup can
     produce (a NUL and its id: names never hold control characters), so it stays
     reachable by id and ``doctor`` can name it. Returns how many keys changed."""
-    from termal_tui.names import name_key
+    from termal_tui.core.names import name_key
 
     rows = db.execute(
         "SELECT id, name, name_key, removed_at FROM sessions ORDER BY created_at, id"

@@ -17,7 +17,8 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.sanitize import visible_line
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import counted
 from termal_tui.store.errors import StoreError
 from termal_tui.tui.cells import center_cells, fit, option_room
 from termal_tui.tui.messages import LiveChanged
@@ -31,7 +32,6 @@ from termal_tui.views.activity import (
     event_words,
 )
 from termal_tui.views.live import LiveSource, Superseded
-from termal_tui.vocabulary import counted
 
 NEW_MARK = "● "
 OLD_MARK = "  "

@@ -35,7 +35,17 @@ from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
-from termal_tui.board_view import (
+from termal_tui.core.sanitize import cap, visible_line
+from termal_tui.core.vocabulary import absolute_time
+from termal_tui.store.board.records import BoardHead, BoardScope
+from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, option_room
+from termal_tui.tui.messages import LiveChanged, ReadFailed, WorkerFailures, follow_live
+from termal_tui.tui.screens.mounting import popped_before_mount
+from termal_tui.tui.widgets.footer import FittingFooter
+from termal_tui.tui.widgets.mailbox_view import ThreadHeader
+from termal_tui.views.board import KEY_GONE as KEY_GONE
+from termal_tui.views.board import BoardKeyView, BoardView, HeaderState
+from termal_tui.views.board_values import (
     PREVIEW_LINES,
     age_text,
     author_text,
@@ -46,17 +56,7 @@ from termal_tui.board_view import (
     scope_title,
     value_text,
 )
-from termal_tui.sanitize import cap, visible_line
-from termal_tui.store.board.records import BoardHead, BoardScope
-from termal_tui.tui.cells import cap_cells, cells, first_fit, fit, option_room
-from termal_tui.tui.messages import LiveChanged, ReadFailed, WorkerFailures, follow_live
-from termal_tui.tui.screens.mounting import popped_before_mount
-from termal_tui.tui.widgets.footer import FittingFooter
-from termal_tui.tui.widgets.mailbox_view import ThreadHeader
-from termal_tui.views.board import KEY_GONE as KEY_GONE
-from termal_tui.views.board import BoardKeyView, BoardView, HeaderState
 from termal_tui.views.live import Superseded
-from termal_tui.vocabulary import absolute_time
 
 if TYPE_CHECKING:
     from termal_tui.views.live import LiveEvent, LiveSource, Subscription

@@ -9,8 +9,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
-from termal_tui.models import MailboxMessage
-from termal_tui.sanitize import visible, visible_line
+from termal_tui.core.models import MailboxMessage
+from termal_tui.core.sanitize import visible, visible_line
 from termal_tui.tui.render import review_envelope, review_lines
 from termal_tui.tui.widgets.footer import FittingFooter
 

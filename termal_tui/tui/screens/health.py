@@ -25,9 +25,8 @@ from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.health import Finding, HealthReport, Thresholds, format_age, health_report
-from termal_tui.notifiers import Notifier, notifiers_for
-from termal_tui.sanitize import visible_line
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import FINDING_WORDS
 from termal_tui.tui.cells import cells, first_fit, fit, option_room, pad_cells
 from termal_tui.tui.messages import (
     HealthLoaded,
@@ -38,10 +37,11 @@ from termal_tui.tui.messages import (
 )
 from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter
+from termal_tui.views.findings import Finding, HealthReport, Thresholds, format_age, health_report
 from termal_tui.views.health import MAX_SHOWN as MAX_SHOWN  # (where the view's tests look)
 from termal_tui.views.health import MUTED, TITLE, HealthView
 from termal_tui.views.live import Superseded
-from termal_tui.vocabulary import FINDING_WORDS
+from termal_tui.views.notifiers import Notifier, notifiers_for
 
 if TYPE_CHECKING:
     from termal_tui.store.reader import MailboxReader

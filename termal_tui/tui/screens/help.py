@@ -13,9 +13,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from termal_tui.core.vocabulary import FINDING_MEANING, FINDING_WORDS, WAKE_MEANING, WAKE_WORDS
 from termal_tui.tui.cells import cells, pad_cells, wrap_cells
 from termal_tui.tui.widgets.footer import FittingFooter
-from termal_tui.vocabulary import FINDING_MEANING, FINDING_WORDS, WAKE_MEANING, WAKE_WORDS
 
 BOX_CELLS: Final = 104  # the help box's width (CSS below)
 KEY_CELLS: Final = 22  # the key column from 80 columns up (14 below)

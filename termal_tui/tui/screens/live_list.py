@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import OptionList, Static
 
-from termal_tui.sanitize import visible_line
+from termal_tui.core.sanitize import visible_line
 from termal_tui.tui.messages import follow_live
 from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter

@@ -24,9 +24,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.models import MailboxMessage
-from termal_tui.presentation import row_title
-from termal_tui.sanitize import visible, visible_line
+from termal_tui.core.models import MailboxMessage
+from termal_tui.core.sanitize import visible, visible_line
+from termal_tui.core.vocabulary import counted, relative_age
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.cells import cap_cells, cells, fit
 from termal_tui.tui.messages import (
@@ -39,7 +39,7 @@ from termal_tui.tui.messages import (
 from termal_tui.tui.screens.mounting import popped_before_mount
 from termal_tui.tui.widgets.footer import FittingFooter
 from termal_tui.views.live import LiveSource, Subscription
-from termal_tui.vocabulary import counted, relative_age
+from termal_tui.views.presentation import row_title
 
 MAX_RESULTS: Final = 500
 SCAN_STEP: Final = 20_000

@@ -17,15 +17,15 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.notifiers import Notifier, read_notifiers
-from termal_tui.sanitize import visible_line
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import age_words, counted
 from termal_tui.store.errors import StoreError
 from termal_tui.tui.cells import cap_cells, cells, first_fit, option_room, pad_cells
 from termal_tui.tui.messages import LiveChanged
 from termal_tui.tui.screens.live_list import LiveListScreen
 from termal_tui.views.live import LiveSource, Superseded
+from termal_tui.views.notifiers import Notifier, read_notifiers
 from termal_tui.views.sessions import SPARK_HOURS, SessionRow, SessionsModel
-from termal_tui.vocabulary import age_words, counted
 
 DIM = "$termal-muted"
 NAME_CELLS = 24  # a name's column: longer names are cut with …

@@ -21,13 +21,13 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from termal_tui.models import MailboxSummary
-from termal_tui.sanitize import visible_line
+from termal_tui.core.models import MailboxSummary
+from termal_tui.core.sanitize import visible_line
+from termal_tui.core.vocabulary import Ages
 from termal_tui.tui.cells import option_room
 from termal_tui.tui.messages import OpenMailbox
 from termal_tui.tui.render import card
 from termal_tui.views.index import STATE_LABELS, IndexModel, StatusLine, Update
-from termal_tui.vocabulary import Ages
 
 STATE_STYLES = {
     "live": "bold $termal-success",

@@ -30,10 +30,10 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
-from termal_tui.formats import READ_LIMIT_MAX
-from termal_tui.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage
-from termal_tui.presentation import summary_title
-from termal_tui.sanitize import visible, visible_line
+from termal_tui.core.formats import READ_LIMIT_MAX
+from termal_tui.core.models import ChangeToken, MailboxMessage, MailboxSummary, MessagePage
+from termal_tui.core.sanitize import visible, visible_line
+from termal_tui.core.vocabulary import Ages, counted
 from termal_tui.store.errors import NotFoundError
 from termal_tui.store.reader import MailboxReader
 from termal_tui.tui.cells import first_fit, option_room
@@ -48,8 +48,8 @@ from termal_tui.tui.messages import (
 from termal_tui.tui.render import gap_row, message_row, participants_bar, short_id, start_marker
 from termal_tui.tui.widgets.thread_list import RowOption, ThreadList
 from termal_tui.views.live import LiveSource, Subscription
+from termal_tui.views.presentation import summary_title
 from termal_tui.views.thread import Change, Gap, Item, StartMarker, ThreadModel, item_key
-from termal_tui.vocabulary import Ages, counted
 
 PAGE_SIZE: Final = 50
 REWIDTH_FIRST: Final = 120  # rows re-rendered at once on a resize (the screenful)
@@ -490,8 +490,8 @@ class MailboxView(WorkerFailures, Vertical):
         config file's ``export_dir``, by default ``~/.local/share/termal-tui/exports``)."""
         import json
 
-        from termal_tui.export import export_record
-        from termal_tui.viewer_config import default_export_dir
+        from termal_tui.views.config import default_export_dir
+        from termal_tui.views.export import export_record
 
         rows = sorted(self.messages, key=lambda m: m.sequence)
         if not rows or self.model.summary is None:

@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar
 
 import psycopg
 
-from termal_tui.formats import REQUEST_DEADLINE_SECONDS
+from termal_tui.core.formats import REQUEST_DEADLINE_SECONDS
 from termal_tui.store.board import formats, rules
 from termal_tui.store.board.records import BoardGetResult, BoardHead, BoardListPage, BoardScope
 from termal_tui.store.errors import RetryableError, StorageError, busy_message

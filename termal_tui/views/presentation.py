@@ -7,9 +7,9 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from termal_tui.formats import parse_timestamp, preview
-from termal_tui.models import MailboxMessage, MailboxParticipant, MailboxSummary
-from termal_tui.sanitize import cap, visible_line
+from termal_tui.core.formats import parse_timestamp, preview
+from termal_tui.core.models import MailboxMessage, MailboxParticipant, MailboxSummary
+from termal_tui.core.sanitize import cap, visible_line
 
 __all__ = [
     "behind_words",

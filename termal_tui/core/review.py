@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-from termal_tui.formats import rust_trim
+from termal_tui.core.formats import rust_trim
 
 REVIEW_SCHEMA_VERSION: Final = 1
 REVIEW_KIND: Final = "delegationReviewResult"

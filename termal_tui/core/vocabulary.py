@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from termal_tui.formats import parse_timestamp
-from termal_tui.sanitize import visible_line
+from termal_tui.core.formats import parse_timestamp
+from termal_tui.core.sanitize import visible_line
 
 # The mutable wake state of a row (TermAl's notificationState).
 WAKE_WORDS: Final = {

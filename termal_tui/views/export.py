@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TextIO
 
-from termal_tui.formats import READ_LIMIT_MAX
-from termal_tui.models import MailboxMessage, MailboxSummary
-from termal_tui.presentation import format_time, is_processed, row_title
-from termal_tui.sanitize import visible, visible_line
+from termal_tui.core.formats import READ_LIMIT_MAX
+from termal_tui.core.models import MailboxMessage, MailboxSummary
+from termal_tui.core.sanitize import visible, visible_line
 from termal_tui.store.reader import MailboxReader, open_reader
+from termal_tui.views.presentation import format_time, is_processed, row_title
 
 
 def export_record(message: MailboxMessage, summary: MailboxSummary) -> dict[str, object]:

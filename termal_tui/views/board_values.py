@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from termal_tui.notifiers import registry_path_for
-from termal_tui.sanitize import cap, visible, visible_line
+from termal_tui.core.sanitize import cap, visible, visible_line
+from termal_tui.core.vocabulary import age_words
 from termal_tui.store.board.formats import dumps
 from termal_tui.store.board.reader import project_names as read_project_names
 from termal_tui.store.board.records import BoardHead, BoardScope
-from termal_tui.vocabulary import age_words
+from termal_tui.views.notifiers import registry_path_for
 
 INDENT: Final = "  "
 PREVIEW_LINES: Final = 4  # a key's value in the list; the whole value on enter

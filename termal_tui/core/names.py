@@ -15,7 +15,7 @@ always was), so a registry written before keys knew about look-alikes keeps find
 its ASCII names.
 
 The table is generated from ``confusables.txt`` by ``scripts/gen_confusables.py`` into
-``termal_tui/_confusables.py`` and imported only for a name that is not plain ASCII:
+``termal_tui/core/_confusables.py`` and imported only for a name that is not plain ASCII:
 the hook path, whose names are ASCII, never loads it.
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from termal_tui.sanitize import contains_terminal_escape, visible_line
+from termal_tui.core.sanitize import contains_terminal_escape, visible_line
 from termal_tui.store.errors import ValidationError
 
 NAME_MAX_CHARS = 64
@@ -33,7 +33,7 @@ _FORBIDDEN_IN_NAMES = frozenset("/\\?#%")
 def _fold(name: str) -> str:
     """Compatibility-normalised and case-folded (NFKC_Casefold, near enough), without
     the characters that show nothing: the part of a key that needs no table."""
-    from termal_tui.sanitize import is_invisible
+    from termal_tui.core.sanitize import is_invisible
 
     text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
     return "".join(ch for ch in text if not is_invisible(ch))
@@ -50,7 +50,7 @@ def name_key(name: str) -> str:
     Idempotent: ``name_key(name_key(x)) == name_key(x)``."""
     if _plain(name):
         return name.lower()
-    from termal_tui._confusables import KEY
+    from termal_tui.core._confusables import KEY
 
     decomposed = unicodedata.normalize("NFD", _fold(name))
     return unicodedata.normalize("NFC", decomposed.translate(KEY))
@@ -60,8 +60,8 @@ def name_skeleton(name: str) -> str:
     """What a name looks like to a reader, case included: the UTS #39 skeleton (every
     confusable mapped to its prototype, ASCII ones too: ``I`` and ``1`` are ``l``, ``0``
     is ``O``, ``m`` is ``rn``), then keyed. Two live names must not share one."""
-    from termal_tui._confusables import SKELETON
-    from termal_tui.sanitize import is_invisible
+    from termal_tui.core._confusables import SKELETON
+    from termal_tui.core.sanitize import is_invisible
 
     shown = "".join(ch for ch in unicodedata.normalize("NFKC", name) if not is_invisible(ch))
     for _ in range(4):  # case folding can make a prototype (``M``) a source (``m``)

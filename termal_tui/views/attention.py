@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from termal_tui.sanitize import visible_line
+from termal_tui.core.sanitize import visible_line
 
 BELL: Final = "\a"
 NOTIFY_CHARS: Final = 120

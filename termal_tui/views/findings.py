@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from termal_tui.formats import parse_timestamp
-from termal_tui.notifiers import Notifier, notifiers_for
+from termal_tui.core.formats import parse_timestamp
+from termal_tui.views.notifiers import Notifier, notifiers_for
 
 if TYPE_CHECKING:
     from termal_tui.store.health_queries import HealthRows

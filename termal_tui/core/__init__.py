@@ -1,0 +1,1 @@
+"""Pure rules and records: no I/O, no project imports beyond core."""
