@@ -32,6 +32,7 @@ from rich.cells import cell_len
 from termal_tui.demo import build_demo, fill_pair_mailboxes
 from termal_tui.store import open_writer
 from termal_tui.tui.app import MailboxApp, make_app
+from termal_tui.tui.widgets.mailbox_view import MailboxView
 from termal_tui.views.live import ManualClock
 
 FIXED_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -77,6 +78,15 @@ def without_animation(app: MailboxApp) -> MailboxApp:
     (TEXTUAL_ANIMATIONS is read when textual is imported, before conftest can set it.)"""
     app.animation_level = "none"
     return app
+
+
+async def open_view(app: MailboxApp, pilot: object, *names: str) -> MailboxView:
+    """Open the mailbox between ``names`` in a tab and settle: its view."""
+    app.open_mailbox(mailbox_between(app, *names))
+    await settle(app, pilot)
+    view = app.active_view()
+    assert view is not None
+    return view
 
 
 def mailbox_between(app: MailboxApp, *names: str) -> str:

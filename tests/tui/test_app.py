@@ -13,7 +13,6 @@ from textual.widgets import OptionList
 
 from termal_tui.store import open_writer
 from termal_tui.store.errors import StoreError
-from termal_tui.tui.app import MailboxApp
 from termal_tui.tui.widgets.mailbox_view import MailboxView, ThreadHeader
 from termal_tui.tui.widgets.tabs import TabStrip
 from tests.helpers import cursors, digest
@@ -21,6 +20,7 @@ from tests.viewer_support import (
     app_for,
     demo_copy,
     mailbox_between,
+    open_view,
     press,
     settle,
     wait_for,
@@ -49,14 +49,6 @@ def highlight(view: MailboxView, index: int) -> None:
 def prompts(view: MailboxView) -> list[str]:
     options = thread(view)
     return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-
-
-async def open_view(app: MailboxApp, pilot, *names: str) -> MailboxView:
-    app.open_mailbox(mailbox_between(app, *names))
-    await settle(app, pilot)
-    view = app.active_view()
-    assert view is not None
-    return view
 
 
 async def test_index_lists_cards_newest_first_and_enter_opens_a_tab(demo_db):

@@ -7,21 +7,12 @@ from __future__ import annotations
 
 from textual.command import CommandPalette
 
-from termal_tui.tui.app import INDEX_PANE, MailboxApp
+from termal_tui.tui.app import INDEX_PANE
 from termal_tui.tui.screens.help import HelpScreen
 from termal_tui.tui.widgets.footer import FittingFooter, FooterKey, fitted
-from termal_tui.tui.widgets.mailbox_view import MailboxView
 from termal_tui.tui.widgets.tabs import TabStrip
 from termal_tui.tui.widgets.title import ICON_CELLS, TitleBar
-from tests.viewer_support import app_for, mailbox_between, screen_lines, settle
-
-
-async def open_view(app: MailboxApp, pilot, *names: str) -> MailboxView:
-    app.open_mailbox(mailbox_between(app, *names))
-    await settle(app, pilot)
-    view = app.active_view()
-    assert view is not None
-    return view
+from tests.viewer_support import app_for, open_view, screen_lines, settle
 
 
 async def test_a_click_on_a_tab_label_shows_that_tab_and_gives_it_the_keys(demo):

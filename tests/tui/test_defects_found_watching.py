@@ -6,22 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from termal_tui.tui.app import MailboxApp
-from termal_tui.tui.widgets.mailbox_view import MailboxView
-from tests.viewer_support import app_for, demo_copy, mailbox_between, settle
+from tests.viewer_support import app_for, demo_copy, mailbox_between, open_view, settle
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory) -> Path:
     return demo_copy(tmp_path_factory.mktemp("demo"))
-
-
-async def open_view(app: MailboxApp, pilot, *names: str) -> MailboxView:
-    app.open_mailbox(mailbox_between(app, *names))
-    await settle(app, pilot)
-    view = app.active_view()
-    assert view is not None
-    return view
 
 
 async def test_a_jump_on_the_index_is_offered_in_the_mailboxes_that_hold_it(demo_db):
