@@ -32,7 +32,7 @@ from termal_tui.core.sanitize import visible_line
 from termal_tui.core.vocabulary import counted
 from termal_tui.store.errors import StoreError
 from termal_tui.store.reader import MailboxReader
-from termal_tui.tui.cells import cap_cells
+from termal_tui.tui.cells import cap_cells, wrap_cells
 from termal_tui.tui.legible import legible_variables
 from termal_tui.tui.messages import (
     CloseRequested,
@@ -243,7 +243,7 @@ class MailboxApp(App[None]):
             for index in self.query(f"#{INDEX_WIDGET}"):  # composed (no --mailbox tab)
                 cast("MailboxIndex", index).attach(self.index_model)
         if self.greeting:
-            self.notify(self.greeting, timeout=30, markup=False)
+            self.notify(greeting_lines(self.greeting, self.size.width), timeout=30, markup=False)
 
     # ---------------------------------------------------------------- config
 
@@ -686,4 +686,18 @@ def make_app(
         live_clock=live_clock,
         watch=watch,
         greeting=greeting,
+    )
+
+
+# Textual's toast: 60 cells wide at most, half the screen, less its padding and border.
+TOAST_CELLS: Final = 60
+
+
+def greeting_lines(greeting: str, screen_width: int) -> str:
+    """The greeting laid out for its toast on a screen ``screen_width`` cells wide: lines
+    broken at spaces, and a path between two of its folders (the toast would cut a file
+    name in two)."""
+    room = max(16, min(TOAST_CELLS, (screen_width or 80) // 2) - 4)
+    return "\n".join(
+        line for paragraph in greeting.split("\n") for line in wrap_cells(paragraph, room, "/")
     )

@@ -92,10 +92,11 @@ def first_fit(width: int, *forms: Content | str) -> Content:
     return fit(forms[-1], width)
 
 
-def wrap_cells(text: str, width: int) -> list[str]:
+def wrap_cells(text: str, width: int, breaks: str = "") -> list[str]:
     """``text`` (one paragraph) in lines of at most ``width`` cells, broken at spaces
-    where it can; a word wider than a line is broken between characters (by cells: a
-    wide character is never split)."""
+    where it can; a word wider than a line is broken after one of ``breaks`` where it can
+    (``"/"``: a path goes to the next line between two of its folders, never inside a
+    name), else between characters (by cells: a wide character is never split)."""
     width = max(1, width)
     if cell_len(text) <= width:
         return [text]
@@ -113,11 +114,27 @@ def wrap_cells(text: str, width: int) -> list[str]:
         if cell_len(word) <= width:
             line = word
         else:  # longer than a line: in pieces of the width
-            *pieces, line = chop_cells(word, width)
+            *pieces, line = _pieces(word, width, breaks)
             lines.extend(pieces)
     if line or not lines:
         lines.append(line)
     return lines
+
+
+def _pieces(word: str, width: int, breaks: str) -> list[str]:
+    """``word`` in pieces of at most ``width`` cells, each ending after one of
+    ``breaks`` where one falls within the width, else cut at the width."""
+    pieces: list[str] = []
+    rest = word
+    while cell_len(rest) > width:
+        head = chop_cells(rest, width)[0]
+        cut = max((head.rfind(mark) for mark in breaks), default=-1)
+        if cut > 0:
+            head = head[: cut + 1]
+        pieces.append(head)
+        rest = rest[len(head) :]
+    pieces.append(rest)
+    return pieces
 
 
 def option_room(options: OptionList, fallback: Widget | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from termal_tui.core.sanitize import cap, visible_line
-from termal_tui.tui.cells import cap_cells, cells, pad_cells
+from termal_tui.tui.cells import cap_cells, cells, pad_cells, wrap_cells
 
 
 @pytest.mark.parametrize(
@@ -80,3 +80,35 @@ def test_center_and_pad_measure_cells():
     from termal_tui.tui.cells import center_cells
 
     assert center_cells("計画", 8) == "  計画  " and cells(center_cells("── x ──", 20)) == 20
+
+
+def test_a_path_wider_than_a_line_breaks_between_its_folders():
+    path = "/tmp/termal-tui-demo-0lgxu6m2/coordination.sqlite"
+    assert wrap_cells(path, 32, "/") == ["/tmp/termal-tui-demo-0lgxu6m2/", "coordination.sqlite"]
+    # a folder's name wider than the line is cut at the width, then the path goes on
+    assert wrap_cells(path, 20, "/") == [
+        "/tmp/",
+        "termal-tui-demo-0lgx",
+        "u6m2/",
+        "coordination.sqlite",
+    ]
+    assert wrap_cells(path, 32) == ["/tmp/termal-tui-demo-0lgxu6m2/co", "ordination.sqlite"]
+
+
+@pytest.mark.parametrize("screen", range(40, 201, 7))
+def test_the_demo_greeting_fits_its_toast_and_keeps_every_name_whole(screen: int):
+    from termal_tui.tui.app import TOAST_CELLS, greeting_lines
+
+    folder = "/tmp/termal-tui-demo-0lgxu6m2"
+    greeting = (
+        f"Demo database: {folder}/coordination.sqlite (removed when you quit). Send into it "
+        f"from another terminal: termal-tui send --db {folder}/coordination.sqlite --as "
+        "planner backend 'hello'"
+    )
+    lines = greeting_lines(greeting, screen).split("\n")
+    room = min(TOAST_CELLS, screen // 2) - 4
+    assert all(cells(line) <= max(16, room) for line in lines), lines
+    for name in ("tmp/", "termal-tui-demo-0lgxu6m2/", "coordination.sqlite"):
+        if len(name) <= max(16, room):  # a name that fits a line is never cut
+            assert any(name in line for line in lines), (name, lines)
+    assert "".join(lines).replace(" ", "") == greeting.replace(" ", "")  # nothing lost
