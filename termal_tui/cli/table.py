@@ -55,14 +55,29 @@ def cut(text: str, width: int) -> str:
 
 
 def fold(text: str, width: int) -> Iterator[str]:
-    """Lines of at most ``width`` cells (each source line folded on its own)."""
+    """Lines of at most ``width`` cells (each source line folded on its own), broken at a
+    space where the line has one (the space goes), else between characters."""
     for line in text.split("\n"):
         out: list[str] = []
         used = 0
+        space = -1  # where in ``out`` the last space is
         for char in line:
             if used + char_width(char) > width and out:
-                yield "".join(out)
-                out, used = [], 0
+                if space > 0:  # the words before the space; the rest starts the next line
+                    yield "".join(out[:space])
+                    out = out[space + 1 :]
+                else:
+                    yield "".join(out)
+                    out = []
+                used = cell_width("".join(out))
+                space = -1
+                if char == " " and not out:
+                    continue  # a line never starts with the space it broke at
+                if used + char_width(char) > width and out:
+                    yield "".join(out)
+                    out, used = [], 0
+            if char == " ":
+                space = len(out)
             out.append(char)
             used += char_width(char)
         yield "".join(out)

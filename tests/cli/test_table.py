@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from termal_tui.cli.table import cell_width, cut, fold, render_table
 from termal_tui.core.formats import new_uuid
 
@@ -60,3 +62,13 @@ def test_ids_are_uuid4_text():
         text = new_uuid()
         parsed = uuid.UUID(text)
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+
+
+@pytest.mark.parametrize("width", range(8, 40))
+def test_a_long_body_folds_between_words_and_loses_nothing_but_the_break(width: int):
+    body = "This is a much longer message body that should wrap across the column; 雪が降る日"
+    lines = list(fold(body, width))
+    assert all(cell_width(line) <= width for line in lines), lines
+    assert "".join(lines).replace(" ", "") == body.replace(" ", "")  # nothing else lost
+    for word in body.split():  # a word that fits a line is never cut
+        assert cell_width(word) > width or any(word in line.split() for line in lines), word
