@@ -1,4 +1,6 @@
-"""Issue 24's viewer defects: each test fails on the code before its fix."""
+"""The palette offers only the jumps a mailbox holds, and the footer: Search and Quit stay
+at narrow widths, it is redrawn only when the keys on offer change, and a key that does
+nothing on the index says where it works."""
 
 from __future__ import annotations
 
