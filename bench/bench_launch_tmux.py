@@ -2,7 +2,8 @@
 (the CLI's checks, the config, the app) in tmux at 120x40, from the spawn to the newest
 message of the 1,000,000-message mailbox on the screen (``capture-pane`` polled every
 10 ms), beside an empty Textual app showing one label started the same way, rounds
-interleaved. ``--before DIR``: also a copy of older code (``PYTHONPATH=DIR``), in the same
+interleaved; termal_tui is byte-compiled first, as an install is (``common.compile_package``).
+``--before DIR``: also a copy of older code (``PYTHONPATH=DIR``), in the same
 rounds, for before/after figures.
 
 Run: python bench/bench_launch_tmux.py [--rounds N] [--before DIR]   (needs tmux)
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import BIG_MAILBOX, BIG_MESSAGES, big_mailbox_db
+from common import BIG_MAILBOX, BIG_MESSAGES, big_mailbox_db, compile_package
 
 SOCKET = "bench-launch"
 EMPTY = (
@@ -73,6 +74,7 @@ def main() -> None:
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 9
     before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
     big = str(big_mailbox_db())
+    compile_package()  # as an install is: the baseline's textual is compiled too
     newest = f"Step {BIG_MESSAGES}:"
     viewer = [sys.executable, "-m", "termal_tui", big, "--mailbox", BIG_MAILBOX]
     here = str(Path(__file__).resolve().parent.parent)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import BIG_MAILBOX, DATA, big_mailbox_db
+from common import BIG_MAILBOX, DATA, big_mailbox_db, compile_package
 
 from termal_tui.tui.app import MailboxApp
 
@@ -216,18 +216,6 @@ async def idle_cpu(path: Path, seconds: float = 10.0) -> float:
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         return 100 * (time.process_time() - start_cpu) / (time.perf_counter() - start)
-
-
-def compile_package() -> None:
-    """Byte-compile termal_tui as an install does (pip writes .pyc files for a wheel):
-    textual, the baseline's only code, is compiled in site-packages, and an editable
-    checkout run with PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module of
-    termal_tui from source at each launch (~90 ms of CPU here)."""
-    import compileall
-
-    import termal_tui
-
-    compileall.compile_dir(Path(termal_tui.__file__).parent, quiet=1)
 
 
 def launch_rows(big: Path, rounds: int) -> None:
