@@ -209,9 +209,24 @@ class ConnectionTracker:
         self._held_at.setdefault(tracked.address, {})[tracked] = None
         tracked.hold()
         while len(self._held) > self.max_held:
-            oldest = next(iter(self._held))
-            self._drop(oldest)
-            oldest.close()
+            victim = self._held_victim()
+            self._drop(victim)
+            victim.close()
+
+    def _held_victim(self, scan: int = 64) -> Tracked:
+        """The held connection to close for room: the oldest with nothing waiting (an
+        idle socket is never read again anyway), else the oldest. Another address's
+        idle sockets never push out a burst's held requests (they wait for a place)."""
+        oldest = None
+        for count, held in enumerate(self._held):
+            if oldest is None:
+                oldest = held
+            if count >= scan:
+                break
+            if not held.has_waiting():
+                return held
+        assert oldest is not None
+        return oldest
 
     def _resume_waiting(self, address: str, scan: int = 64) -> None:
         """Read again the address's oldest held connections whose requests are waiting,

@@ -242,6 +242,21 @@ def test_more_than_max_held_closes_the_oldest_held():
     assert fleet.tracker.held == 2
 
 
+def test_another_address_s_idle_sockets_never_push_out_a_burst_s_held_requests():
+    """A burst of agents on one host is held, its requests waiting, when another host
+    opens idle sockets past ``max_held``: the idle ones are closed, never the burst's
+    (each would be reset, its call lost, as if the hub were down)."""
+    clock = DrivenClock(100.0)
+    fleet = Fleet(tracker(clock, max_pending_per_address=2, max_held=4))
+    for n in range(4):  # two served, two held with their requests waiting
+        fleet.open("10.0.0.2", f"agent-{n}", holdable=True, sent=True)
+    assert fleet.held == ["agent-2", "agent-3"]
+    for n in range(10):  # two pending, eight set aside: more than max_held in all
+        fleet.open("10.0.0.66", f"idle-{n}", holdable=True)
+    assert not any(name.startswith("agent-") for name in fleet.closed)
+    assert fleet.tracker.held == 4 and fleet.closed == [f"idle-{n}" for n in range(6)]
+
+
 def test_a_thousand_idle_sockets_from_one_address_cause_no_close_and_leave_room():
     clock = DrivenClock(100.0)
     fleet = Fleet(tracker(clock, max_connections=100, max_pending_per_address=32, max_held=4000))
