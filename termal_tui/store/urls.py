@@ -72,7 +72,8 @@ def without_secrets(url: str) -> str:
     query = "&".join(
         part
         for part in parts.query.split("&")
-        if part and part.split("=", 1)[0].lower() not in _SECRET_PARAMETERS
+        # libpq decodes a keyword's %-escapes too: ``pass%77ord`` is the password
+        if part and unquote(part.split("=", 1)[0]).lower() not in _SECRET_PARAMETERS
     )
     kept = f"{parts.scheme}://{netloc}{parts.path}"
     return f"{kept}?{query}" if query else kept

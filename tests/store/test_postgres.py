@@ -22,7 +22,7 @@ from termal_tui.store import (
     open_writer,
 )
 from termal_tui.store.errors import StorageError, busy_message
-from termal_tui.store.urls import redact
+from termal_tui.store.urls import redact, without_secrets
 from tests.helpers import StepClock, counter_ids, rows, send
 
 
@@ -214,6 +214,23 @@ async def test_an_unreachable_server_is_busy_and_never_shows_the_password():
             async with open_reader(url):
                 pass
         assert "s3cr" not in str(again.value)
+
+
+def test_a_url_without_secrets_has_no_password_however_its_keyword_is_spelt():
+    """What setup writes into a client's config: libpq decodes %-escapes in a query
+    keyword, so ``pass%77ord`` is the password and must go like ``password``."""
+    for url in (
+        "postgresql://u:pw@h/d",
+        "postgresql://u@h/d?password=pw",
+        "postgresql://u@h/d?pass%77ord=pw&sslmode=require",
+        "postgresql://u@h/d?%70assword=pw",
+        "postgresql://u@h/d?sslpass%77ord=pw",
+    ):
+        kept = without_secrets(url)
+        assert "pw" not in kept, (url, kept)
+    assert without_secrets("postgresql://u@h/d?pass%77ord=pw&sslmode=require") == (
+        "postgresql://u@h/d?sslmode=require"
+    )
 
 
 def test_redaction_hides_passwords_wherever_the_url_holds_them():
