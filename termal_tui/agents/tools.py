@@ -341,7 +341,9 @@ class AgentTools:
             if not cleared:
                 registry.remember_markers_clear(session_id, generation)
         try:
-            return await self._live(session_id, presence=presence)
+            # Markers cleared: the revalidation reads the registry itself (a removal
+            # whose notification a hub's cache has not heard yet must still win).
+            return await self._live(session_id, presence=presence or bool(cleared))
         except ToolError:
             await self.writer.restore_session_markers(session_id, cleared)
             raise

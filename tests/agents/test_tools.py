@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from termal_tui.agents.registry import WouldWait
+from termal_tui.agents.registry import Registry, WouldWait
 from termal_tui.agents.tools import (
     SEND_OUTCOME_UNKNOWN,
     AgentTools,
@@ -265,6 +265,34 @@ async def test_a_deletion_during_repair_wins_and_restores_exactly_the_cleared_ma
     with pytest.raises(ToolError) as failure:
         await peers.bob.call("termal_list_mailboxes", {})
     assert failure.value.status == 404 and "session not found" in str(failure.value)
+    assert (
+        rows(peers.writer.path, "SELECT mailbox_id, session_id, left_at FROM mailbox_participants")
+        == left
+    )
+
+
+async def test_a_removal_not_yet_heard_by_the_identity_cache_still_wins_the_repair(
+    peers: Peers,
+):
+    """A hub on PostgreSQL remembers identities until a notification says otherwise.
+    When bob was removed (and marked left) elsewhere and that notification has not
+    arrived yet, the repair's revalidation must still see the removal: it reads the
+    registry itself once it has cleared markers, so exactly those are put back."""
+    await _send(peers.alice, "bob", "m", "k")
+    cache = peers.registry.enable_cache()
+    cache.reset(live=True)  # as when the hub's registry feed listens
+    bob = peers.bob.session_id
+    assert peers.registry.known(bob) is not None  # remembered
+    elsewhere = Registry.beside(peers.writer.path)  # the CLI, or another hub
+    elsewhere.remove("bob")
+    elsewhere.close()
+    await peers.writer.mark_session_left(bob)
+    left = rows(
+        peers.writer.path, "SELECT mailbox_id, session_id, left_at FROM mailbox_participants"
+    )
+    with pytest.raises(ToolError) as failure:
+        await peers.bob.call("termal_list_mailboxes", {})
+    assert failure.value.status == 404
     assert (
         rows(peers.writer.path, "SELECT mailbox_id, session_id, left_at FROM mailbox_participants")
         == left
