@@ -369,6 +369,17 @@ def _unread_bytes(sock: Any) -> bool:
     return count[0] > 0
 
 
+def _waiting(transport: asyncio.BaseTransport, sock: Any) -> Callable[[], bool]:
+    """Whether a connection's request may be waiting unread. On plain TCP the kernel
+    knows (``FIONREAD``). Under TLS it cannot tell: the TLS layer reads the records into
+    its own buffer, paused or not, and the kernel's count stays 0 — so a TLS connection
+    is never taken for idle (the header deadline still closes one that says nothing), and
+    a held one is read again as soon as its address has a pending place free."""
+    if transport.get_extra_info("ssl_object") is not None:
+        return lambda: True
+    return lambda: _unread_bytes(sock)
+
+
 def protocol_for(tracker: ConnectionTracker) -> type[H11Protocol]:
     """uvicorn's h11 protocol, reporting every connection's progress to ``tracker``."""
 
@@ -387,7 +398,7 @@ def protocol_for(tracker: ConnectionTracker) -> type[H11Protocol]:
                 self.client,
                 hold=transport.pause_reading,
                 resume=transport.resume_reading,
-                waiting=lambda: _unread_bytes(self.sock),
+                waiting=_waiting(transport, self.sock),
             )
             if self.tracked is None:
                 transport.write(REFUSED % (len(REFUSED_BODY), REFUSED_BODY))
@@ -518,6 +529,16 @@ def _room_for(connections: int) -> int:
     return connections
 
 
+def fit_to_files(
+    tracker: ConnectionTracker, max_connections: int, max_held: int, room: int
+) -> None:
+    """The limits the process's open files allow (``room`` sockets): live connections
+    first, then held ones. Never more sockets than the process may open, or accept()
+    fails with EMFILE and nobody gets in."""
+    tracker.max_connections = min(max_connections, max(1, room))
+    tracker.max_held = min(max_held, max(0, room - tracker.max_connections))
+
+
 def run_hub(options: HubOptions, sock: socket.socket, on_ready: Any = None) -> None:
     """Serve until stopped (blocking). ``on_ready(url)`` runs once the hub answers.
     A certificate or key that cannot be loaded raises ``ssl.SSLError`` or ``OSError``
@@ -529,8 +550,12 @@ def run_hub(options: HubOptions, sock: socket.socket, on_ready: Any = None) -> N
     hub = Hub(options)
     tracker = tracker_for(options)
     limits = options.limits
-    room = _room_for(limits.max_connections + limits.max_held)
-    tracker.max_held = min(limits.max_held, max(0, room - limits.max_connections))
+    fit_to_files(
+        tracker,
+        limits.max_connections,
+        limits.max_held,
+        _room_for(limits.max_connections + limits.max_held),
+    )
     config = uvicorn.Config(
         hub.app(on_caller=lambda scope: tracker.trust(scope.get("client"))),
         http=protocol_for(tracker),
