@@ -14,18 +14,26 @@ it listens again the cache starts empty (what changed meanwhile was not told).
 
 A read that raced with a change is not kept: :meth:`IdentityCache.generation` is taken
 before the read and the answer is stored only if no notification came meanwhile.
+
+And an answer is kept :data:`MAX_AGE_SECONDS` at most, whatever was heard: a connection
+that listens but is never told (a transaction-mode pooler between the hub and the
+server, a peer gone silent before keepalives notice) cannot keep a revoked token or a
+removed session accepted for longer than that.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+import time
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 # Answers kept per table at most (a table that fills is emptied: a bound on memory, not
 # a policy; a hub's live sessions are far fewer).
 MAX_ENTRIES: Final = 10_000
 MISSING: Final = object()  # not in the cache (``None`` is a remembered answer)
+# How long an answer is trusted without being read again, however quiet the channel.
+MAX_AGE_SECONDS: Final = 10.0
 
 # Tables of the cache (keys of ``IdentityCache._tables``).
 BY_ID: Final = "id"
@@ -37,7 +45,14 @@ NO_MARKERS: Final = "markers"
 class IdentityCache:
     """Thread-safe (the registry is read from worker threads and from the event loop)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        max_age: float = MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max_age = max_age
+        self._clock = clock
         self._lock = threading.Lock()
         self._live = False  # the listening connection is up and the cache is complete
         self._generation = 0
@@ -69,11 +84,11 @@ class IdentityCache:
         if not self._live:
             return MISSING
         found = self._tables.get(table, {}).get(key, MISSING)
-        if found is MISSING:
+        if found is MISSING or self._clock() - found[1] > self._max_age:
             self.misses += 1
-        else:
-            self.hits += 1
-        return found
+            return MISSING
+        self.hits += 1
+        return found[0]
 
     def put(self, table: str, key: Hashable, value: Any, generation: int | None) -> None:
         """Keep an answer read after :meth:`generation` returned ``generation``, unless a
@@ -85,4 +100,4 @@ class IdentityCache:
                 kept = self._tables.setdefault(table, {})
                 if len(kept) >= MAX_ENTRIES:
                     kept.clear()
-                kept[key] = value
+                kept[key] = (value, self._clock())
