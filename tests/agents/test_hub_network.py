@@ -404,6 +404,10 @@ async def test_an_accepted_socket_sends_small_writes_at_once():
 
 
 async def test_many_idle_sockets_neither_lock_agents_out_nor_stay_open(world: dict[str, Any]):
+    """300 sockets from another address (127.0.0.2, still loopback), half of them sending
+    half a header: the agents keep being answered, and every idle socket is closed. (The
+    limits are per address: an agent that shares the attacker's own address competes
+    with its half-sent headers for the same pending places.)"""
     db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
     limits = ["--header-timeout", "1", "--hold-timeout", "1", "--max-pending-per-address", "16"]
     with hub(db, tmp / "hub.log", *limits) as running:
@@ -411,7 +415,9 @@ async def test_many_idle_sockets_neither_lock_agents_out_nor_stay_open(world: di
         idle: list[socket.socket] = []
         try:
             for n in range(300):  # beyond the old 200 limit; half send half a header
-                conn = socket.create_connection((host, int(port)), timeout=5)
+                conn = socket.create_connection(
+                    (host, int(port)), timeout=5, source_address=("127.0.0.2", 0)
+                )
                 if n % 2:
                     conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
                 idle.append(conn)
