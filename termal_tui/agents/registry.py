@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -545,56 +545,57 @@ class Registry:
 
     def known(self, session_id: str) -> Session | None:
         """As :meth:`get`, possibly from the cache (then without turn and channel)."""
-        cache = self.cache
-        if cache is None:
+        if self.cache is None:
             return self.get(session_id)
-        found = cache.get(BY_ID, session_id)
-        if found is not MISSING:
-            return found  # type: ignore[no-any-return]
-        generation = cache.generation()
-        with self._connect(write=False) as db:
+
+        def read(db: Any) -> Session | None:
             row = store_sessions.get(db, session_id)
-        if row is None:
-            return None  # unknown ids are not remembered (any caller may name any id)
-        session = _identity(row)
-        cache.put(BY_ID, session_id, session, generation)
-        return session
+            return None if row is None else _identity(row)
+
+        # Unknown ids are not remembered (any caller may name any id).
+        return self._remembered(BY_ID, session_id, read, keep=lambda found: found is not None)
 
     def known_by_name(self, name: str) -> list[Session]:
         """As :meth:`by_name`, possibly from the cache (then without turn and channel)."""
-        cache = self.cache
-        if cache is None:
+        if self.cache is None:
             return self.by_name(name)
         key = name_key(name.strip())
-        found = cache.get(BY_KEY, key)
-        if found is not MISSING:
-            return found  # type: ignore[no-any-return]
-        generation = cache.generation()
-        with self._connect(write=False) as db:
-            sessions = [_identity(row) for row in store_sessions.by_key(db, key)]
-        if sessions:
-            cache.put(BY_KEY, key, sessions, generation)
-        return sessions
+
+        def read(db: Any) -> list[Session]:
+            return [_identity(row) for row in store_sessions.by_key(db, key)]
+
+        return self._remembered(BY_KEY, key, read, keep=bool)
 
     def known_token(self, token: str) -> Session | None:
         """As :meth:`session_for_token`, possibly from the cache (then without turn and
         channel). Only a live token's session is remembered: a revoked or unknown token
         is read again each time it is presented."""
-        cache = self.cache
-        if cache is None:
+        if self.cache is None:
             return self.session_for_token(token)
         digest = token_hash(token)
-        found = cache.get(BY_TOKEN, digest)
+
+        def read(db: Any) -> Session | None:
+            row = store_sessions.by_token_hash(db, digest)
+            return None if row is None else _identity(row)
+
+        return self._remembered(BY_TOKEN, digest, read, keep=lambda found: found is not None)
+
+    def _remembered(
+        self, table: str, key: Hashable, read: Callable[[Any], T], keep: Callable[[T], bool]
+    ) -> T:
+        """The cache's answer for ``key``, else ``read(db)`` — remembered when ``keep``
+        says so and no change was announced while it was read."""
+        cache = self.cache
+        assert cache is not None
+        found = cache.get(table, key)
         if found is not MISSING:
             return found  # type: ignore[no-any-return]
         generation = cache.generation()
         with self._connect(write=False) as db:
-            row = store_sessions.by_token_hash(db, digest)
-        if row is None:
-            return None
-        session = _identity(row)
-        cache.put(BY_TOKEN, digest, session, generation)
-        return session
+            value = read(db)
+        if keep(value):
+            cache.put(table, key, value, generation)
+        return value
 
     def presence(self, session: Session) -> Session | None:
         """``session`` with its turn and channel as they are now (read again unless it
