@@ -478,6 +478,26 @@ class HubServer(uvicorn.Server):
         super().handle_exit(sig, frame)  # a second signal: stop now
         self.force_exit = True
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's start, with a TLS handshake bounded by the header deadline: asyncio
+        tells the protocol of a TLS connection only once its handshake is done, so until
+        then the tracker cannot count it, and asyncio's own limit is 60 s (a socket that
+        never finishes its handshake kept a file descriptor that long)."""
+        loop = asyncio.get_running_loop()
+        create = loop.create_server
+        handshake = self.hub.options.limits.header_timeout
+
+        async def create_server(*args: Any, **kwargs: Any) -> asyncio.Server:
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", handshake)
+            return await create(*args, **kwargs)
+
+        loop.create_server = create_server  # type: ignore[method-assign]
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            del loop.create_server  # the loop's own method again
+
     async def on_tick(self, counter: int) -> bool:
         self.tracker.sweep()
         hub = self.hub

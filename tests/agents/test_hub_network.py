@@ -511,6 +511,19 @@ def test_a_missing_or_bad_tls_file_is_one_sentence_naming_it(world: dict[str, An
     assert "Traceback" not in bad.stderr and "unexpected" not in bad.stderr
 
 
+def test_a_tls_handshake_never_begun_is_closed_at_the_header_deadline(world: dict[str, Any]):
+    """A socket that connects to a TLS hub and says nothing is closed at the header
+    deadline (here 1 s), not after asyncio's own 60 s: until its handshake is done the
+    tracker cannot count it, so only this bounds what such sockets hold."""
+    db, tmp = world["db"], world["tmp"]
+    cert, key = _certificate(tmp)
+    limits = ["--certfile", str(cert), "--keyfile", str(key), "--header-timeout", "1"]
+    with hub(db, tmp / "hub.log", *limits) as running:
+        host, port = running.url.split("//")[1].split("/")[0].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=20) as silent:
+            assert silent.recv(1) == b""  # closed by the hub (a timeout here: never)
+
+
 @pytest.mark.skipif(not Path("/usr/bin/openssl").exists(), reason="needs openssl")
 async def test_tls_on_loopback_accepts_its_own_https_origin(world: dict[str, Any]):
     db, tokens, tmp = world["db"], world["tokens"], world["tmp"]
