@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import sqlite3
@@ -103,15 +104,18 @@ def cursors(path: Path | str) -> list[tuple]:
     )
     if is_url(path):
         return _pg_rows(str(path), sql, (), True)
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    with sqlite3.connect(uri, uri=True) as db:
-        return db.execute(sql).fetchall()
+    return rows(path, sql)
 
 
 def rows(path: Path | str, sql: str, params: tuple = ()) -> list[tuple]:
+    """What ``sql`` reads, through a read-only connection closed at once: a read-write
+    one left for the garbage collector checkpointed the -wal into the main file when it
+    was closed (the last connection does), changing the file under a test that compares
+    its bytes before and after a reader."""
     if is_url(path):
         return _pg_rows(str(path), sql, params, True)
-    with sqlite3.connect(path) as db:
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
         return db.execute(sql, params).fetchall()
 
 
