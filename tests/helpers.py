@@ -104,18 +104,20 @@ def cursors(path: Path | str) -> list[tuple]:
     )
     if is_url(path):
         return _pg_rows(str(path), sql, (), True)
-    return rows(path, sql)
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        return db.execute(sql).fetchall()
 
 
 def rows(path: Path | str, sql: str, params: tuple = ()) -> list[tuple]:
-    """What ``sql`` reads, through a read-only connection closed at once: a read-write
-    one left for the garbage collector checkpointed the -wal into the main file when it
-    was closed (the last connection does), changing the file under a test that compares
-    its bytes before and after a reader."""
+    """What ``sql`` reads, through a connection closed at once: one left for the garbage
+    collector (sqlite3's statement cache makes a cycle) was closed at any later moment,
+    and that close, the last connection's, checkpointed the -wal into the main file
+    under a test comparing the file's bytes before and after a reader. Closed here, its
+    checkpoint is done before this returns (and the sidecars it made are gone)."""
     if is_url(path):
         return _pg_rows(str(path), sql, params, True)
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         return db.execute(sql, params).fetchall()
 
 

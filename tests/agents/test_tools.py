@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 
 import pytest
@@ -139,7 +140,7 @@ async def test_removed_and_ambiguous_targets(peers: Peers):
             await _send(peers.alice, reference, "after", f"k-{reference}")
         assert removed.value.status == 404 and "was removed" in str(removed.value)
     peers.registry.add("Carol")
-    with sqlite3.connect(peers.registry.path) as db:
+    with contextlib.closing(sqlite3.connect(peers.registry.path)) as db, db:
         db.execute("DROP INDEX sessions_live_name")
         db.execute(
             "INSERT INTO sessions(id, name, name_key, created_at) "
@@ -465,7 +466,7 @@ async def test_a_wake_pushed_before_the_sender_looks_is_still_its_own(
 
     def quick_server(_registry_path: object, session_id: str) -> None:
         # What bob's server does on the nudge, done before the sender runs another line.
-        with sqlite3.connect(peers.writer.path) as db:
+        with contextlib.closing(sqlite3.connect(peers.writer.path)) as db, db:
             mailbox_id, sequence = db.execute(
                 "SELECT mailbox_id, MAX(sequence) FROM mailbox_messages"
             ).fetchone()

@@ -3,6 +3,7 @@ confusables, case, width, invisible characters), in the rules and in the registr
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -228,7 +229,7 @@ def test_an_older_registry_gets_its_name_keys_recomputed(registry: Registry, db_
     path = registry.path
     # A version-5 file as the old rule left it: Cyrillic names kept their own keys, so
     # `аlice` could be registered beside `alice`.
-    with sqlite3.connect(path, isolation_level=None) as db:
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db, db:
         db.execute("UPDATE sessions SET name = 'аlice', name_key = 'аlice' WHERE id = ?", (cyr.id,))
         db.execute(
             "INSERT INTO sessions (id, name, name_key, created_at) "
@@ -239,7 +240,7 @@ def test_an_older_registry_gets_its_name_keys_recomputed(registry: Registry, db_
     assert [s.id for s in reopened.find_live_by_name("alice")] == [alice.id]  # the older
     assert reopened.get(cyr.id) is not None  # the newer look-alike: still there by id
     assert [s.id for s in reopened.find_live_by_name("Ωmega")] == ["session-000000000009"]
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == REGISTRY_VERSION
         keys = dict(db.execute("SELECT id, name_key FROM sessions"))
     assert keys[alice.id] == "alice" and keys[cyr.id] == f"alice\x00{cyr.id}"

@@ -7,6 +7,7 @@ Expected texts and files come from TermAl's Rust store run through termal-oracle
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -510,7 +511,7 @@ async def test_a_file_that_is_not_a_coordination_database_is_refused_untouched(
     if kind == "text file":
         path.write_text("root:x:0:0:root:/root:/bin/bash\n" * 20)
     else:
-        with sqlite3.connect(path) as other:
+        with contextlib.closing(sqlite3.connect(path)) as other, other:
             other.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT)")
             other.execute("INSERT INTO notes(text) VALUES ('keep me')")
         other.close()

@@ -3,6 +3,7 @@ store's writers, read with the store's activity queries, fed to the models."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -197,7 +198,7 @@ async def test_activity_reads_by_keyset_on_a_big_file(tmp_path: Path) -> None:
     path = tmp_path / "big.sqlite"
     async with open_writer(path):
         pass
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
         fill_pair_mailboxes(db, 2_000)
     with ro(path) as db:
         plan = " ".join(
