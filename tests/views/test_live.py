@@ -49,6 +49,19 @@ async def started(path: Path, clock: ManualClock, interval: float = 8.0) -> Live
     return source
 
 
+async def _move_in_over_the_main_file(tmp_path: Path, path: Path) -> None:
+    """Another coordination file (one message, "in the new file") moves in over ``path``
+    alone: the -wal and -shm beside it stay the old file's."""
+    from termal_tui.store.writer import open_writer
+
+    replacement = tmp_path / "replacement.sqlite"
+    async with open_writer(replacement) as other:
+        await send(other, body="in the new file")
+    for suffix in ("-wal", "-shm"):
+        Path(f"{replacement}{suffix}").unlink(missing_ok=True)
+    os.replace(replacement, path)
+
+
 async def test_opens_then_reports_unchanged_and_changed_by_the_clock(writer, db_path):
     await send(writer)
     clock = ManualClock()
@@ -194,12 +207,7 @@ async def test_new_main_file_beside_the_old_wal_is_refused_not_blended(tmp_path)
         events = Events(source)
         assert Path(f"{path}-wal").stat().st_size > 32
         # Another file moves in over the main file only; the -wal stays.
-        replacement = tmp_path / "replacement.sqlite"
-        async with open_writer(replacement) as other:
-            await send(other, body="in the new file")
-        for suffix in ("-wal", "-shm"):
-            Path(f"{replacement}{suffix}").unlink(missing_ok=True)
-        os.replace(replacement, path)
+        await _move_in_over_the_main_file(tmp_path, path)
         clock.advance(8)
         await source.settled()
         assert events.take() == ["state"]
@@ -374,12 +382,7 @@ async def test_a_replaced_file_s_connection_is_closed_as_soon_as_the_swap_is_see
     events = Events(source)
     old = {inode(Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-shm")}
     assert Path(f"{path}-wal").stat().st_size > 32
-    replacement = tmp_path / "replacement.sqlite"
-    async with open_writer(replacement) as other:
-        await send(other, body="in the new file")
-    for suffix in ("-wal", "-shm"):
-        Path(f"{replacement}{suffix}").unlink(missing_ok=True)
-    os.replace(replacement, path)
+    await _move_in_over_the_main_file(tmp_path, path)
     keeper.close()  # the writer is gone; only the viewer could still hold the old file
     assert held_inodes() & old, "the viewer holds the old file until it sees the swap"
     clock.advance(8)

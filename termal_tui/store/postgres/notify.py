@@ -156,14 +156,8 @@ class MailListener(ChannelListener):
 
     channel = CHANNEL
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        reconnect: float = RECONNECT_SECONDS,
-        connect: Callable[[], Any] | None = None,
-    ) -> None:
-        super().__init__(url, reconnect=reconnect, connect=connect)
+    def __init__(self, url: str, **options: Any) -> None:
+        super().__init__(url, **options)
         self._subscribers: dict[str, set[MailSubscription]] = {}
 
     def subscribe(self, session_id: str, callback: Callable[[], None]) -> MailSubscription:
@@ -199,15 +193,8 @@ class RegistryFeed(ChannelListener):
 
     channel = REGISTRY_CHANNEL
 
-    def __init__(
-        self,
-        url: str,
-        cache: IdentityCache,
-        *,
-        reconnect: float = RECONNECT_SECONDS,
-        connect: Callable[[], Any] | None = None,
-    ) -> None:
-        super().__init__(url, reconnect=reconnect, connect=connect)
+    def __init__(self, url: str, cache: IdentityCache, **options: Any) -> None:
+        super().__init__(url, **options)
         self.cache = cache
 
     def _listening(self) -> None:
